@@ -1,0 +1,1098 @@
+# cython: freethreading_compatible = False
+"""Compiled stream core of loopguard (SPEC §1, §2).
+
+One :class:`ChannelStream` is the detector state of one channel of one attempt.
+``feed`` reads the PEP 393 buffer of each ``str`` delta directly (1-, 2- or
+4-byte kinds, never encoded) and runs the per-character work without the GIL:
+fence masking, a linear code-point buffer, two rolling hashes, sentence
+segmentation and the sliding low-diversity windows.  Every ``check_every``
+characters a checkpoint evaluates the five detectors with bounded work:
+
+* E -- candidates from a ring of 16-bit ``window``-gram hashes, verified with
+  ``memcmp``, counted greedily (non-overlapping);
+* L, S -- distinct code points counted with an early exit at the threshold;
+  the n-gram maximum only for windows that pass it;
+* C -- a prefilter over a ring of k-gram hashes; only when some shift ``p``
+  could be a cycle, a Z-function over the reversed tail gives the reach of
+  every period and the largest valid suffix;
+* P -- per-sentence group counts maintained incrementally.
+
+Results are identical to :mod:`loopcore._reference` for every input and every
+chunking (the test-suite proves it on fixtures and hypothesis streams).
+"""
+
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memmove, memset
+cimport cython
+
+ctypedef uint32_t cp_t  # one Unicode code point
+
+from . import _reference
+
+cdef extern from "Python.h":
+    bint Py_UNICODE_ISALNUM(Py_UCS4 ch) nogil
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+
+# ------------------------------------------------------------------ constants
+cdef enum:
+    K_E = 0
+    K_L = 1
+    K_S = 2
+    K_C = 3
+    K_P = 4
+    N_KINDS = 5
+    MAX_EVENTS = 32
+    MAX_PHR = 8
+    SCAN_BLOCK = 64
+
+# line classes for the phrase pool (SPEC §2.5)
+cdef enum:
+    LC_START = 0
+    LC_BULLET = 1
+    LC_DIGITS = 2
+    LC_DPUNCT = 3
+    LC_GT = 4
+    LC_NORMAL = 5
+    LC_EXCLUDED = 6
+
+cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
+cdef uint64_t NGB = 0xC2B2AE3D27D4EB4FULL  # multiplier of the n-gram hashes
+
+KINDS = _reference.KINDS
+
+
+cdef struct Event:
+    int kind
+    int64_t position
+    int64_t start
+    int64_t cut
+    int64_t ev0
+    int64_t ev1
+    int64_t ev2
+    double coverage
+    int nphr
+    int32_t phr_slot[MAX_PHR]
+
+
+cdef inline cp_t read_char(int kind, const void* data, Py_ssize_t i) noexcept nogil:
+    if kind == 1:
+        return (<const uint8_t*>data)[i]
+    if kind == 2:
+        return (<const uint16_t*>data)[i]
+    return (<const uint32_t*>data)[i]
+
+
+cdef inline bint is_space(cp_t c) noexcept nogil:
+    """Exactly ``str.isspace`` (the set is tested against Python in the suite)."""
+    if c < 128:
+        return c == 32 or (9 <= c <= 13) or (28 <= c <= 31)
+    if c < 0x2000:
+        return c == 0x85 or c == 0xA0 or c == 0x1680
+    if c <= 0x200A:
+        return True
+    return c == 0x2028 or c == 0x2029 or c == 0x202F or c == 0x205F or c == 0x3000
+
+
+cdef inline bint is_alnum(cp_t c) noexcept nogil:
+    if c < 128:
+        return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122)
+    return Py_UNICODE_ISALNUM(<Py_UCS4>c)
+
+
+cdef inline uint64_t ipow(uint64_t b, Py_ssize_t e) noexcept nogil:
+    cdef uint64_t r = 1
+    while e > 0:
+        if e & 1:
+            r *= b
+        b *= b
+        e >>= 1
+    return r
+
+
+cdef inline Py_ssize_t pow2_at_least(Py_ssize_t x) noexcept nogil:
+    cdef Py_ssize_t r = 1
+    while r < x:
+        r <<= 1
+    return r
+
+
+cdef inline bint any_equal_u16(const uint16_t* a, Py_ssize_t n, uint16_t x) noexcept nogil:
+    """Whether ``x`` occurs in ``a[0:n]`` (branch-free blocks so the compiler vectorises)."""
+    cdef Py_ssize_t i = 0, k
+    cdef int acc
+    while i + SCAN_BLOCK <= n:
+        acc = 0
+        for k in range(SCAN_BLOCK):
+            acc |= a[i + k] == x
+        if acc:
+            return True
+        i += SCAN_BLOCK
+    while i < n:
+        if a[i] == x:
+            return True
+        i += 1
+    return False
+
+
+@cython.final
+cdef class ChannelStream:
+    """Detector state for one channel of one attempt (compiled).
+
+    All parameters are keyword-only and required; they are the detector keys
+    of SPEC §2 (:class:`loopguard.TextConfig` documents and validates them).
+    ``mask_code`` removes fenced code from what the detectors see (SPEC §2.6);
+    ``e_on``/``l_on``/``s_on``/``c_on``/``p_on`` enable E, L, S, C, P.
+
+    Memory is allocated once, at construction, and bounded by the config:
+    a linear code-point buffer of ``keep + slack`` characters (``keep`` = the
+    longest look-back of the enabled detectors: 12,000 at the defaults), two
+    rings of 16-bit gram hashes, the pool's sentence records, and scratch
+    tables; see :attr:`memory_bytes` (about 170 KiB at the ``default``
+    profile, about 60 KiB at ``fuse``).
+
+    Raises
+    ------
+    TypeError
+        from :meth:`feed` when ``delta`` is not a ``str``.
+    RuntimeError
+        from :meth:`feed`/:meth:`finish` after :meth:`finish`.
+    MemoryError
+        when the buffers cannot be allocated.
+    """
+
+    # ---- config
+    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on
+    cdef Py_ssize_t check_every, min_chars, window, history, repeats
+    cdef Py_ssize_t lowdiv_window, ngram, lowdiv_max_unique, lowdiv_min_repeat
+    cdef Py_ssize_t slide_window, slide_step, slide_max_unique, slide_min_repeat
+    cdef Py_ssize_t cmin_p, cmax_p, ccopies, cmin_chars, cscan, ck
+    cdef Py_ssize_t pool_window, pool_maxlen, pool_min_occ, pool_min_d, pool_max_d
+    cdef double pool_cov
+    # ---- buffer of t (the masked text)
+    cdef cp_t* buf
+    cdef Py_ssize_t cap, blen, keep
+    cdef int64_t base, n, orig_len
+    # ---- original-offset breakpoints: from t offset bp_t[i] on, orig = t + bp_d[i]
+    cdef int64_t* bp_t
+    cdef int64_t* bp_d
+    cdef Py_ssize_t bp_head, bp_len, bp_cap
+    # ---- rolling hashes
+    cdef uint64_t he, he_out, hc, hc_out
+    cdef uint16_t* ring_e
+    cdef uint16_t* ring_c
+    cdef Py_ssize_t emask, cmask
+    # ---- fence masking
+    cdef bint m_line_start, m_opening, m_opening_run, m_in_code
+    cdef int m_pending
+    cdef int64_t m_pending_pos
+    cdef cp_t m_pending_char, m_fence_char
+    cdef Py_ssize_t m_fence_len, cl_run
+    cdef int cl_state
+    # ---- sentences and the phrase pool
+    cdef int64_t s_begin, s_last
+    cdef bint s_alnum, s_pending
+    cdef int s_line, s_digits
+    cdef Py_ssize_t rec_cap
+    cdef int64_t rec_total
+    cdef int64_t* rec_start
+    cdef int32_t* rec_len
+    cdef uint64_t* rec_hash
+    cdef int32_t* rec_grp
+    cdef cp_t* rec_text
+    cdef int32_t* grp_rep
+    cdef int32_t* grp_count
+    cdef int32_t* grp_active
+    cdef int32_t* grp_free
+    cdef Py_ssize_t grp_nactive, grp_nfree
+    # ---- S state
+    cdef bint s_fired
+    cdef int64_t s_unique, s_top, s_start
+    # ---- scratch: distinct counting and n-gram counting
+    cdef uint32_t* ds_keys
+    cdef uint32_t* ds_stamp
+    cdef uint32_t ds_small[256]
+    cdef uint32_t ds_gen
+    cdef Py_ssize_t ds_mask
+    cdef uint64_t* ng_keys
+    cdef uint32_t* ng_count
+    cdef uint32_t* ng_stamp
+    cdef uint32_t ng_gen
+    cdef Py_ssize_t ng_mask
+    cdef uint64_t ng_pow
+    cdef int32_t* zbuf
+    # ---- episodes and events
+    cdef bint holding[N_KINDS]
+    cdef int64_t hit_count[N_KINDS]
+    cdef int64_t fuse_cp
+    cdef Event events[MAX_EVENTS]
+    cdef int nev
+    cdef bint finished_, failed
+    cdef Py_ssize_t mem
+
+    def __cinit__(self, *, bint mask_code, Py_ssize_t check_every,
+                  bint e_on, Py_ssize_t min_chars, Py_ssize_t window, Py_ssize_t history,
+                  Py_ssize_t repeats,
+                  bint l_on, Py_ssize_t lowdiv_window, Py_ssize_t ngram,
+                  Py_ssize_t lowdiv_max_unique, Py_ssize_t lowdiv_min_repeat,
+                  bint s_on, Py_ssize_t slide_window, Py_ssize_t slide_step,
+                  Py_ssize_t slide_max_unique, Py_ssize_t slide_min_repeat,
+                  bint c_on, Py_ssize_t cycle_min_period, Py_ssize_t cycle_max_period,
+                  Py_ssize_t cycle_min_copies, Py_ssize_t cycle_min_chars,
+                  Py_ssize_t cycle_scan_chars,
+                  bint p_on, Py_ssize_t pool_window, double pool_min_coverage,
+                  Py_ssize_t pool_max_phrase_chars, Py_ssize_t pool_min_occurrences,
+                  Py_ssize_t pool_min_distinct, Py_ssize_t pool_max_distinct):
+        self.buf = NULL
+        self.bp_t = NULL
+        self.bp_d = NULL
+        self.ring_e = NULL
+        self.ring_c = NULL
+        self.rec_start = NULL
+        self.rec_len = NULL
+        self.rec_hash = NULL
+        self.rec_grp = NULL
+        self.rec_text = NULL
+        self.grp_rep = NULL
+        self.grp_count = NULL
+        self.grp_active = NULL
+        self.grp_free = NULL
+        self.ds_keys = NULL
+        self.ds_stamp = NULL
+        self.ng_keys = NULL
+        self.ng_count = NULL
+        self.ng_stamp = NULL
+        self.zbuf = NULL
+        _reference.check_params(
+            check_every=check_every, window=window, history=history, repeats=repeats,
+            lowdiv_window=lowdiv_window, ngram=ngram, slide_window=slide_window,
+            slide_step=slide_step, cycle_min_period=cycle_min_period,
+            cycle_max_period=cycle_max_period, cycle_min_copies=cycle_min_copies,
+            cycle_scan_chars=cycle_scan_chars, pool_window=pool_window,
+            pool_max_phrase_chars=pool_max_phrase_chars, min_chars=min_chars,
+            cycle_min_chars=cycle_min_chars, pool_min_coverage=pool_min_coverage,
+        )
+        self.mask_code = mask_code
+        self.check_every = check_every
+        self.e_on, self.min_chars, self.window, self.history, self.repeats = (
+            e_on, min_chars, window, history, repeats)
+        self.l_on, self.lowdiv_window, self.ngram = l_on, lowdiv_window, ngram
+        self.lowdiv_max_unique, self.lowdiv_min_repeat = lowdiv_max_unique, lowdiv_min_repeat
+        self.s_on, self.slide_window, self.slide_step = s_on, slide_window, slide_step
+        self.slide_max_unique, self.slide_min_repeat = slide_max_unique, slide_min_repeat
+        self.c_on, self.cmin_p, self.cmax_p = c_on, cycle_min_period, cycle_max_period
+        self.ccopies, self.cmin_chars, self.cscan = cycle_min_copies, cycle_min_chars, cycle_scan_chars
+        self.p_on, self.pool_window, self.pool_cov = p_on, pool_window, pool_min_coverage
+        self.pool_maxlen, self.pool_min_occ = pool_max_phrase_chars, pool_min_occurrences
+        self.pool_min_d, self.pool_max_d = pool_min_distinct, pool_max_distinct
+        self._allocate()
+
+    cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
+        cdef void* p = PyMem_Malloc(nbytes if nbytes > 0 else 1)
+        if p == NULL:
+            raise MemoryError("loopcore: cannot allocate the stream buffers")
+        memset(p, 0, nbytes)
+        self.mem += nbytes
+        return p
+
+    cdef int _allocate(self) except -1:
+        cdef Py_ssize_t keep = 64, slack, size, grams, cap_u
+        cdef Py_ssize_t p_star, cand, best, need
+        self.mem = 0
+        if self.e_on:
+            keep = max(keep, self.window + self.history + 1)
+            size = pow2_at_least(self.history + 2)
+            self.ring_e = <uint16_t*>self._alloc(size * sizeof(uint16_t))
+            self.emask = size - 1
+            self.he_out = ipow(HB, self.window)
+        if self.l_on:
+            keep = max(keep, self.lowdiv_window + 1)
+        if self.s_on:
+            keep = max(keep, self.slide_window + 1)
+        if self.c_on:
+            keep = max(keep, self.cscan + 1)
+            # k: the shortest match length any valid period p needs
+            # (need(p) = max(min_chars, copies*p) - p), capped to 32.
+            best = 32
+            p_star = self.cmin_chars // self.ccopies
+            for cand in (self.cmin_p, self.cmax_p, p_star, p_star + 1):
+                if self.cmin_p <= cand <= self.cmax_p:
+                    need = max(self.cmin_chars, self.ccopies * cand) - cand
+                    best = min(best, need)
+            self.ck = max(1, best)
+            keep = max(keep, self.ck + 1)
+            size = pow2_at_least(self.cmax_p + 2)
+            self.ring_c = <uint16_t*>self._alloc(size * sizeof(uint16_t))
+            self.cmask = size - 1
+            self.hc_out = ipow(HB, self.ck)
+        if self.p_on:
+            keep = max(keep, self.pool_maxlen + 2)
+            self.rec_cap = 4 * self.pool_window
+            self.rec_start = <int64_t*>self._alloc(self.rec_cap * sizeof(int64_t))
+            self.rec_len = <int32_t*>self._alloc(self.rec_cap * sizeof(int32_t))
+            self.rec_hash = <uint64_t*>self._alloc(self.rec_cap * sizeof(uint64_t))
+            self.rec_grp = <int32_t*>self._alloc(self.rec_cap * sizeof(int32_t))
+            self.rec_text = <cp_t*>self._alloc(self.rec_cap * self.pool_maxlen * sizeof(cp_t))
+            self.grp_rep = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
+            self.grp_count = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
+            self.grp_active = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
+            self.grp_free = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
+            for size in range(self.pool_window):
+                self.grp_free[size] = <int32_t>(self.pool_window - 1 - size)
+            self.grp_nfree = self.pool_window
+        if self.l_on or self.s_on:
+            cap_u = 1
+            grams = 1
+            if self.l_on:
+                cap_u = max(cap_u, min(self.lowdiv_max_unique, self.lowdiv_window))
+                grams = max(grams, self.lowdiv_window - self.ngram + 1)
+            if self.s_on:
+                cap_u = max(cap_u, min(self.slide_max_unique, self.slide_window))
+                grams = max(grams, self.slide_window - self.ngram + 1)
+            size = pow2_at_least(2 * cap_u + 2)
+            self.ds_keys = <uint32_t*>self._alloc(size * sizeof(uint32_t))
+            self.ds_stamp = <uint32_t*>self._alloc(size * sizeof(uint32_t))
+            self.ds_mask = size - 1
+            size = pow2_at_least(2 * grams + 2)
+            self.ng_keys = <uint64_t*>self._alloc(size * sizeof(uint64_t))
+            self.ng_count = <uint32_t*>self._alloc(size * sizeof(uint32_t))
+            self.ng_stamp = <uint32_t*>self._alloc(size * sizeof(uint32_t))
+            self.ng_mask = size - 1
+            self.ng_pow = ipow(NGB, self.ngram)
+        if self.c_on:
+            self.zbuf = <int32_t*>self._alloc((self.cmax_p + 2) * sizeof(int32_t))
+        slack = max(1024, keep // 3)
+        self.keep = keep
+        self.cap = keep + slack
+        self.buf = <cp_t*>self._alloc(self.cap * sizeof(cp_t))
+        self.bp_cap = 16
+        self.bp_t = <int64_t*>malloc(self.bp_cap * sizeof(int64_t))
+        self.bp_d = <int64_t*>malloc(self.bp_cap * sizeof(int64_t))
+        if self.bp_t == NULL or self.bp_d == NULL:
+            raise MemoryError("loopcore: cannot allocate the stream buffers")
+        self.mem += 2 * self.bp_cap * sizeof(int64_t)
+        self.bp_t[0] = 0
+        self.bp_d[0] = 0
+        self.bp_len = 1
+        self.m_line_start = True
+        self.s_begin = -1
+        self.s_line = LC_START
+        return 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.buf)
+        free(self.bp_t)
+        free(self.bp_d)
+        PyMem_Free(self.ring_e)
+        PyMem_Free(self.ring_c)
+        PyMem_Free(self.rec_start)
+        PyMem_Free(self.rec_len)
+        PyMem_Free(self.rec_hash)
+        PyMem_Free(self.rec_grp)
+        PyMem_Free(self.rec_text)
+        PyMem_Free(self.grp_rep)
+        PyMem_Free(self.grp_count)
+        PyMem_Free(self.grp_active)
+        PyMem_Free(self.grp_free)
+        PyMem_Free(self.ds_keys)
+        PyMem_Free(self.ds_stamp)
+        PyMem_Free(self.ng_keys)
+        PyMem_Free(self.ng_count)
+        PyMem_Free(self.ng_stamp)
+        PyMem_Free(self.zbuf)
+
+    # ------------------------------------------------------------ Python API
+    @property
+    def length(self):
+        """Original characters fed so far (code points)."""
+        return self.orig_len
+
+    @property
+    def masked_length(self):
+        """Length of ``t``, the text the detectors have seen (code points)."""
+        return self.n
+
+    @property
+    def hits(self):
+        """Checkpoints at which each detector held, by kind."""
+        return {KINDS[k]: self.hit_count[k] for k in range(N_KINDS)}
+
+    @property
+    def fuse_checkpoints(self):
+        """Checkpoints at which at least one of exact_tail/lowdiv_tail/lowdiv_sliding held."""
+        return self.fuse_cp
+
+    @property
+    def finished(self):
+        """Whether :meth:`finish` has been called."""
+        return self.finished_
+
+    @property
+    def memory_bytes(self):
+        """Bytes allocated for this stream (fixed at construction but for breakpoints)."""
+        return type(self).__basicsize__ + self.mem + 2 * (self.bp_cap - 16) * sizeof(int64_t)
+
+    def feed(self, delta):
+        """Append ``delta`` (a ``str``) and return the detections reported meanwhile.
+
+        Each detection is ``(kind, position, start, cut, evidence)`` with
+        positions in code points of the original channel text.  The GIL is
+        released while the characters are processed.
+        """
+        cdef Py_ssize_t size, i = 0
+        cdef int kind
+        cdef const void* data
+        if not isinstance(delta, str):
+            raise TypeError(f"delta must be str, not {type(delta).__name__}")
+        if self.finished_:
+            raise RuntimeError("this stream is finished; start a new one")
+        size = PyUnicode_GET_LENGTH(delta)
+        kind = PyUnicode_KIND(delta)
+        data = PyUnicode_DATA(delta)
+        out = []
+        while i < size:
+            with nogil:
+                i = self._consume(data, kind, i, size)
+            if self.failed:
+                raise MemoryError("loopcore: out of memory while growing the offset map")
+            if self.nev:
+                self._drain(out)
+        return out
+
+    def finish(self):
+        """End of stream: release held characters and run the last checkpoint."""
+        cdef int k
+        if self.finished_:
+            raise RuntimeError("this stream is finished; start a new one")
+        self.finished_ = True
+        with nogil:
+            if self.m_pending:
+                for k in range(self.m_pending):
+                    self._emit(self.m_pending_char, self.m_pending_pos + k)
+                self.m_pending = 0
+            if self.n > 0 and self.n % self.check_every != 0:
+                if (self.s_on and not self.s_fired and self.n >= self.slide_window
+                        and (self.n - self.slide_window) % self.slide_step != 0):
+                    self._eval_window(self.n)
+                self._checkpoint()
+        if self.failed:
+            raise MemoryError("loopcore: out of memory while growing the offset map")
+        out = []
+        self._drain(out)
+        return out
+
+    cdef void _drain(self, list out):
+        cdef int i, j, slot, ln
+        cdef Event* ev
+        for i in range(self.nev):
+            ev = &self.events[i]
+            if ev.kind == K_E:
+                evidence = {"count": ev.ev0}
+            elif ev.kind == K_L:
+                evidence = {"unique": ev.ev0, "max_ngram": ev.ev1}
+            elif ev.kind == K_S:
+                evidence = {"unique": ev.ev0, "max_ngram": ev.ev1, "window_start": ev.ev2}
+            elif ev.kind == K_C:
+                evidence = {"period": ev.ev0, "copies": ev.ev1, "length": ev.ev2}
+            else:
+                phrases = []
+                for j in range(ev.nphr):
+                    slot = ev.phr_slot[j]
+                    ln = self.rec_len[slot]
+                    phrases.append(_ucs4_str(&self.rec_text[<Py_ssize_t>slot * self.pool_maxlen], ln))
+                evidence = {"coverage": ev.coverage, "phrases": tuple(phrases)}
+            out.append((KINDS[ev.kind], ev.position, ev.start, ev.cut, evidence))
+        self.nev = 0
+
+    # ------------------------------------------------------- per character
+    cdef Py_ssize_t _consume(self, const void* data, int kind, Py_ssize_t i,
+                             Py_ssize_t end) noexcept nogil:
+        """Process characters from ``i``; stop after one that produced events."""
+        cdef cp_t c
+        while i < end:
+            c = read_char(kind, data, i)
+            i += 1
+            self._step(c, self.orig_len)
+            self.orig_len += 1
+            if self.nev or self.failed:
+                break
+        return i
+
+    cdef void _step(self, cp_t c, int64_t pos) noexcept nogil:
+        """Fence masking (SPEC §2.6), one original character at a time."""
+        cdef int k
+        if not self.mask_code:
+            self._emit(c, pos)
+            return
+        if self.m_opening:
+            if c == 10:
+                self.m_opening = False
+                self.m_in_code = True
+                self.cl_state = 0
+                self.cl_run = 0
+            elif self.m_opening_run and c == self.m_fence_char:
+                self.m_fence_len += 1
+            else:
+                self.m_opening_run = False
+            return
+        if self.m_in_code:
+            if c == 10:
+                if (self.cl_state == 1 or self.cl_state == 2) and self.cl_run >= self.m_fence_len:
+                    self.m_in_code = False
+                    self.m_line_start = True
+                self.cl_state = 0
+                self.cl_run = 0
+            elif self.cl_state == 0:
+                if c == self.m_fence_char:
+                    self.cl_state = 1
+                    self.cl_run = 1
+                elif c != 32 and c != 9:
+                    self.cl_state = 3
+            elif self.cl_state == 1:
+                if c == self.m_fence_char:
+                    self.cl_run += 1
+                elif is_space(c):
+                    self.cl_state = 2
+                else:
+                    self.cl_state = 3
+            elif self.cl_state == 2 and not is_space(c):
+                self.cl_state = 3
+            return
+        if self.m_pending:
+            if c == self.m_pending_char:
+                self.m_pending += 1
+                if self.m_pending == 3:
+                    self.m_pending = 0
+                    self.m_opening = True
+                    self.m_opening_run = True
+                    self.m_fence_char = c
+                    self.m_fence_len = 3
+                return
+            for k in range(self.m_pending):
+                self._emit(self.m_pending_char, self.m_pending_pos + k)
+            self.m_pending = 0
+            self.m_line_start = False
+        elif self.m_line_start and (c == 96 or c == 126):
+            self.m_pending = 1
+            self.m_pending_char = c
+            self.m_pending_pos = pos
+            return
+        self._emit(c, pos)
+        if c == 10:
+            self.m_line_start = True
+        elif c != 32 and c != 9:
+            self.m_line_start = False
+
+    cdef void _emit(self, cp_t c, int64_t pos) noexcept nogil:
+        """Append one character to ``t`` and run the per-character detectors."""
+        cdef int64_t d = pos - self.n
+        cdef Py_ssize_t idx
+        if d != self.bp_d[self.bp_len - 1]:
+            self._push_breakpoint(d)
+        if self.blen == self.cap:
+            self._compact()
+        idx = self.blen
+        self.buf[idx] = c
+        self.blen += 1
+        self.n += 1
+        if self.e_on:
+            self.he = self.he * HB + c
+            if self.n > self.window:
+                self.he -= self.buf[idx - self.window] * self.he_out
+            self.ring_e[(self.n - 1) & self.emask] = <uint16_t>(self.he >> 48)
+        if self.c_on:
+            self.hc = self.hc * HB + c
+            if self.n > self.ck:
+                self.hc -= self.buf[idx - self.ck] * self.hc_out
+            self.ring_c[(self.n - 1) & self.cmask] = <uint16_t>(self.hc >> 48)
+        if self.p_on:
+            self._sentence_step(c, self.n - 1)
+        if (self.s_on and not self.s_fired and self.n >= self.slide_window
+                and (self.n - self.slide_window) % self.slide_step == 0):
+            self._eval_window(self.n)
+        if self.n % self.check_every == 0:
+            self._checkpoint()
+
+    cdef void _push_breakpoint(self, int64_t d) noexcept nogil:
+        cdef Py_ssize_t live
+        cdef int64_t* nt
+        cdef int64_t* nd
+        # forget breakpoints that only cover offsets older than the look-back
+        while (self.bp_len - self.bp_head >= 2
+               and self.bp_t[self.bp_head + 1] <= self.n - self.keep):
+            self.bp_head += 1
+        if self.bp_len == self.bp_cap:
+            live = self.bp_len - self.bp_head
+            if self.bp_head >= self.bp_cap // 2:
+                memmove(self.bp_t, self.bp_t + self.bp_head, live * sizeof(int64_t))
+                memmove(self.bp_d, self.bp_d + self.bp_head, live * sizeof(int64_t))
+            else:
+                nt = <int64_t*>realloc(self.bp_t, 2 * self.bp_cap * sizeof(int64_t))
+                if nt == NULL:
+                    self.failed = True
+                    return
+                self.bp_t = nt
+                nd = <int64_t*>realloc(self.bp_d, 2 * self.bp_cap * sizeof(int64_t))
+                if nd == NULL:
+                    self.failed = True
+                    return
+                self.bp_d = nd
+                self.bp_cap *= 2
+                memmove(self.bp_t, self.bp_t + self.bp_head, live * sizeof(int64_t))
+                memmove(self.bp_d, self.bp_d + self.bp_head, live * sizeof(int64_t))
+            self.bp_head = 0
+            self.bp_len = live
+        self.bp_t[self.bp_len] = self.n
+        self.bp_d[self.bp_len] = d
+        self.bp_len += 1
+
+    cdef int64_t _map(self, int64_t k) noexcept nogil:
+        """Original offset of ``t`` offset ``k`` (``k == n`` maps just past t[n-1])."""
+        cdef Py_ssize_t lo, hi, mid
+        if k >= self.n:
+            if self.n == 0:
+                return 0
+            return self._map(self.n - 1) + 1
+        lo = self.bp_head
+        hi = self.bp_len - 1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if self.bp_t[mid] <= k:
+                lo = mid
+            else:
+                hi = mid - 1
+        return k + self.bp_d[lo]
+
+    cdef void _compact(self) noexcept nogil:
+        cdef Py_ssize_t shift = self.blen - self.keep
+        memmove(self.buf, self.buf + shift, self.keep * sizeof(cp_t))
+        self.base += shift
+        self.blen = self.keep
+
+    # --------------------------------------------------------- sentences (P)
+    cdef void _sentence_step(self, cp_t c, int64_t at) noexcept nogil:
+        cdef int st = self.s_line
+        if c == 10:
+            self._complete_sentence()
+            self.s_line = LC_START
+            self.s_digits = 0
+            self.s_pending = False
+            return
+        # line class (list item, table row, quote) from the first characters
+        if st == LC_START:
+            if c == 32 or c == 9:
+                pass
+            elif c == 45 or c == 42 or c == 43:
+                self.s_line = LC_BULLET
+            elif 48 <= c <= 57:
+                self.s_line = LC_DIGITS
+                self.s_digits = 1
+            elif c == 124:
+                self.s_line = LC_EXCLUDED
+            elif c == 62:
+                self.s_line = LC_GT
+            else:
+                self.s_line = LC_NORMAL
+        elif st == LC_BULLET or st == LC_DPUNCT or st == LC_GT:
+            self.s_line = LC_EXCLUDED if (c == 32 or c == 9) else LC_NORMAL
+        elif st == LC_DIGITS:
+            if 48 <= c <= 57:
+                self.s_digits += 1
+                if self.s_digits > 9:
+                    self.s_line = LC_NORMAL
+            elif c == 46 or c == 41:
+                self.s_line = LC_DPUNCT
+            else:
+                self.s_line = LC_NORMAL
+        # sentence boundaries
+        if self.s_pending:
+            if is_space(c):
+                self._complete_sentence()
+                return
+            self.s_pending = False
+        if is_space(c):
+            return
+        if self.s_begin < 0:
+            self.s_begin = at
+        self.s_last = at
+        if not self.s_alnum and is_alnum(c):
+            self.s_alnum = True
+        if c == 0x3002 or c == 0xFF01 or c == 0xFF1F:
+            self._complete_sentence()
+        elif c == 46 or c == 33 or c == 63 or c == 0x2026:
+            self.s_pending = True
+
+    cdef void _complete_sentence(self) noexcept nogil:
+        cdef int64_t begin = self.s_begin, total
+        cdef Py_ssize_t ln, slot, i, g, old, j, gi
+        cdef uint64_t h
+        cdef const cp_t* src
+        self.s_begin = -1
+        self.s_pending = False
+        if begin < 0:
+            self.s_alnum = False
+            return
+        if not self.s_alnum or self.s_line == LC_EXCLUDED:
+            self.s_alnum = False
+            return
+        self.s_alnum = False
+        ln = <Py_ssize_t>(self.s_last - begin + 1)
+        total = self.rec_total
+        slot = <Py_ssize_t>(total % self.rec_cap)
+        # the record leaving the window gives up its group membership
+        if total >= self.pool_window:
+            old = <Py_ssize_t>((total - self.pool_window) % self.rec_cap)
+            g = self.rec_grp[old]
+            self.rec_grp[old] = -1
+            if g >= 0:
+                self.grp_count[g] -= 1
+                if self.grp_count[g] == 0:
+                    for gi in range(self.grp_nactive):
+                        if self.grp_active[gi] == g:
+                            self.grp_active[gi] = self.grp_active[self.grp_nactive - 1]
+                            self.grp_nactive -= 1
+                            break
+                    self.grp_free[self.grp_nfree] = <int32_t>g
+                    self.grp_nfree += 1
+        self.rec_start[slot] = self._map(begin)
+        self.rec_len[slot] = <int32_t>ln
+        self.rec_grp[slot] = -1
+        if ln <= self.pool_maxlen:
+            src = &self.buf[begin - self.base]
+            h = <uint64_t>ln
+            for i in range(ln):
+                h = h * HB + src[i]
+                self.rec_text[slot * self.pool_maxlen + i] = src[i]
+            self.rec_hash[slot] = h
+            g = -1
+            for gi in range(self.grp_nactive):
+                j = self.grp_rep[self.grp_active[gi]]
+                if self._same_text(j, slot):
+                    g = self.grp_active[gi]
+                    break
+            if g < 0:
+                self.grp_nfree -= 1
+                g = self.grp_free[self.grp_nfree]
+                self.grp_count[g] = 0
+                self.grp_active[self.grp_nactive] = <int32_t>g
+                self.grp_nactive += 1
+            self.grp_count[g] += 1
+            self.grp_rep[g] = <int32_t>slot
+            self.rec_grp[slot] = <int32_t>g
+        self.rec_total = total + 1
+
+    cdef inline bint _same_text(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        return (self.rec_len[a] == self.rec_len[b] and self.rec_hash[a] == self.rec_hash[b]
+                and memcmp(&self.rec_text[a * self.pool_maxlen], &self.rec_text[b * self.pool_maxlen],
+                           self.rec_len[a] * sizeof(cp_t)) == 0)
+
+    # ------------------------------------------------------- scratch kernels
+    cdef Py_ssize_t _distinct(self, int64_t lo, int64_t hi, Py_ssize_t limit) noexcept nogil:
+        """Distinct code points of ``t[lo:hi]``, counting stops at ``limit``."""
+        cdef Py_ssize_t count = 0, i, slot
+        cdef cp_t c
+        cdef uint32_t gen
+        self.ds_gen += 1
+        if self.ds_gen == 0:
+            memset(self.ds_stamp, 0, (self.ds_mask + 1) * sizeof(uint32_t))
+            memset(self.ds_small, 0, sizeof(self.ds_small))
+            self.ds_gen = 1
+        gen = self.ds_gen
+        i = <Py_ssize_t>(hi - self.base)
+        while i > lo - self.base:
+            i -= 1
+            c = self.buf[i]
+            if c < 256:
+                if self.ds_small[c] == gen:
+                    continue
+                self.ds_small[c] = gen
+            else:
+                slot = <Py_ssize_t>((c * <uint32_t>2654435761U) >> 7) & self.ds_mask
+                while self.ds_stamp[slot] == gen and self.ds_keys[slot] != c:
+                    slot = (slot + 1) & self.ds_mask
+                if self.ds_stamp[slot] == gen:
+                    continue
+                self.ds_stamp[slot] = gen
+                self.ds_keys[slot] = c
+            count += 1
+            if count >= limit:
+                return count
+        return count
+
+    cdef Py_ssize_t _max_ngram(self, int64_t lo, int64_t hi) noexcept nogil:
+        """Largest count of one ``ngram``-gram of ``t[lo:hi]`` (overlapping)."""
+        cdef Py_ssize_t k = self.ngram, i, a = <Py_ssize_t>(lo - self.base)
+        cdef Py_ssize_t b = <Py_ssize_t>(hi - self.base), slot
+        cdef uint64_t h = 0, key
+        cdef uint32_t gen, top = 0, cnt
+        if b - a < k:
+            return 0
+        self.ng_gen += 1
+        if self.ng_gen == 0:
+            memset(self.ng_stamp, 0, (self.ng_mask + 1) * sizeof(uint32_t))
+            self.ng_gen = 1
+        gen = self.ng_gen
+        for i in range(a, b):
+            h = h * NGB + self.buf[i]
+            if i - a >= k:
+                h -= self.buf[i - k] * self.ng_pow
+            if i - a >= k - 1:
+                key = h ^ (h >> 29)
+                slot = <Py_ssize_t>((key * 0x9E3779B97F4A7C15ULL) >> 40) & self.ng_mask
+                while self.ng_stamp[slot] == gen and self.ng_keys[slot] != h:
+                    slot = (slot + 1) & self.ng_mask
+                if self.ng_stamp[slot] != gen:
+                    self.ng_stamp[slot] = gen
+                    self.ng_keys[slot] = h
+                    self.ng_count[slot] = 0
+                cnt = self.ng_count[slot] + 1
+                self.ng_count[slot] = cnt
+                if cnt > top:
+                    top = cnt
+        return top
+
+    cdef void _eval_window(self, int64_t end) noexcept nogil:
+        """S: evaluate the sliding window ``t[end-slide_window:end]``."""
+        cdef int64_t lo = end - self.slide_window
+        cdef Py_ssize_t unique = self._distinct(lo, end, self.slide_max_unique), top
+        if unique >= self.slide_max_unique:
+            return
+        top = self._max_ngram(lo, end)
+        if top >= self.slide_min_repeat:
+            self.s_fired = True
+            self.s_unique = unique
+            self.s_top = top
+            self.s_start = self._map(lo)
+
+    # ------------------------------------------------------------ detectors
+    cdef bint _exact_tail(self, Event* ev) noexcept nogil:
+        cdef int64_t n = self.n, w = self.window, lo, j, s, first = -1, second = -1
+        cdef int64_t last, next_ok, seg_end
+        cdef Py_ssize_t count = 0
+        cdef uint16_t x
+        cdef const cp_t* tail
+        if n < self.min_chars or w < 40 or n < w:
+            return False
+        lo = n - w - self.history
+        if lo < 0:
+            lo = 0
+        x = self.ring_e[(n - 1) & self.emask]
+        tail = &self.buf[n - w - self.base]
+        j = lo + w - 1
+        last = n - w - 1
+        next_ok = lo
+        while j <= last:
+            # skip blocks without a hash match (vectorised), ring-segment by segment
+            seg_end = j + (self.emask + 1 - (j & self.emask))
+            if seg_end > last + 1:
+                seg_end = last + 1
+            if not any_equal_u16(&self.ring_e[j & self.emask], <Py_ssize_t>(seg_end - j), x):
+                j = seg_end
+                continue
+            while j < seg_end:
+                if self.ring_e[j & self.emask] == x:
+                    s = j - w + 1
+                    if s >= next_ok and memcmp(&self.buf[s - self.base], tail,
+                                               <size_t>w * sizeof(cp_t)) == 0:
+                        count += 1
+                        if first < 0:
+                            first = s
+                        elif second < 0:
+                            second = s
+                        next_ok = s + w
+                j += 1
+        if count < self.repeats - 1:
+            return False
+        ev.start = self._map(first)
+        ev.cut = self._map(second if second >= 0 else n - w)
+        ev.ev0 = count
+        return True
+
+    cdef bint _lowdiv_tail(self, Event* ev) noexcept nogil:
+        cdef int64_t n = self.n, lo
+        cdef Py_ssize_t unique, top
+        if n < self.min_chars:
+            return False
+        lo = n - self.lowdiv_window
+        if lo < 0:
+            lo = 0
+        unique = self._distinct(lo, n, self.lowdiv_max_unique)
+        if unique >= self.lowdiv_max_unique:
+            return False
+        top = self._max_ngram(lo, n)
+        if top < self.lowdiv_min_repeat:
+            return False
+        ev.start = ev.cut = self._map(lo)
+        ev.ev0 = unique
+        ev.ev1 = top
+        return True
+
+    cdef bint _cycle(self, Event* ev) noexcept nogil:
+        cdef int64_t n = self.n
+        cdef Py_ssize_t span = <Py_ssize_t>(n if n < self.cscan else self.cscan)
+        cdef Py_ssize_t top_p = span // self.ccopies, p, need, lim, e0, i, z, l, r
+        cdef Py_ssize_t reach, small, best_len = 0, best_p = 0
+        cdef uint16_t x
+        cdef bint candidate = False
+        cdef int32_t* Z = self.zbuf
+        if top_p > self.cmax_p:
+            top_p = self.cmax_p
+        if top_p < self.cmin_p or n < self.ck:
+            return False
+        e0 = <Py_ssize_t>(n - 1 - self.base)
+        # prefilter: some p whose needed match length holds (one memcmp each)
+        x = self.ring_c[(n - 1) & self.cmask]
+        for p in range(self.cmin_p, top_p + 1):
+            if self.ring_c[(n - 1 - p) & self.cmask] != x:
+                continue
+            lim = self.ccopies * p
+            if lim < self.cmin_chars:
+                lim = self.cmin_chars
+            if lim > span:
+                continue
+            need = lim - p
+            if memcmp(&self.buf[e0 - need + 1], &self.buf[e0 - p - need + 1],
+                      <size_t>need * sizeof(cp_t)) == 0:
+                candidate = True
+                break
+        if not candidate:
+            return False
+        # Z-function of the reversed tail r[k] = t[n-1-k], for shifts 1..top_p
+        l = 0
+        r = 0
+        small = 0
+        for i in range(1, top_p + 1):
+            z = 0
+            if i < r:
+                z = r - i
+                if Z[i - l] < z:
+                    z = Z[i - l]
+            if i + z >= r:
+                # extend in blocks of 16 with memcmp, then one by one
+                while i + z + 16 <= span and memcmp(
+                        &self.buf[e0 - z - 15], &self.buf[e0 - i - z - 15],
+                        16 * sizeof(cp_t)) == 0:
+                    z += 16
+                while i + z < span and self.buf[e0 - z] == self.buf[e0 - i - z]:
+                    z += 1
+                if i + z > r:
+                    l = i
+                    r = i + z
+            Z[i] = <int32_t>z
+            reach = z + i
+            if reach > small:
+                if (i >= self.cmin_p and reach >= self.cmin_chars
+                        and reach >= self.ccopies * i):
+                    best_len = reach
+                    best_p = i
+                small = reach
+        if best_p == 0:
+            return False
+        ev.start = self._map(n - best_len)
+        ev.cut = self._map(n - best_len + best_p)
+        ev.ev0 = best_p
+        ev.ev1 = best_len // best_p
+        ev.ev2 = best_len
+        return True
+
+    cdef bint _is_phrase_group(self, Py_ssize_t g) noexcept nogil:
+        return self.grp_count[g] >= self.pool_min_occ
+
+    cdef bint _pool(self, Event* ev) noexcept nogil:
+        cdef Py_ssize_t gi, g, covered = 0, distinct = 0, m, j, slot, members, before, k
+        cdef int64_t first, rec
+        cdef Py_ssize_t phr_groups[MAX_PHR]
+        cdef bint member, seen
+        if self.rec_total < self.pool_window:
+            return False
+        for gi in range(self.grp_nactive):
+            g = self.grp_active[gi]
+            if self._is_phrase_group(g):
+                covered += self.grp_count[g]
+                distinct += 1
+        if <double>covered < self.pool_cov * <double>self.pool_window:
+            return False
+        if distinct < self.pool_min_d or distinct > self.pool_max_d:
+            return False
+        if self.holding[K_P]:
+            return True  # same episode: nothing is reported, skip the details
+        # evidence: the phrases in order of first occurrence in the window
+        ev.nphr = 0
+        for rec in range(self.rec_total - self.pool_window, self.rec_total):
+            slot = <Py_ssize_t>(rec % self.rec_cap)
+            g = self.rec_grp[slot]
+            if g < 0 or not self._is_phrase_group(g):
+                continue
+            seen = False
+            for k in range(ev.nphr):
+                if phr_groups[k] == g:
+                    seen = True
+                    break
+            if not seen and ev.nphr < MAX_PHR:
+                phr_groups[ev.nphr] = g
+                ev.phr_slot[ev.nphr] = <int32_t>slot
+                ev.nphr += 1
+        ev.coverage = <double>covered / <double>self.pool_window
+        ev.ev0 = covered
+        # cut: the first retained sentence S_j in P whose suffix keeps the coverage
+        m = <Py_ssize_t>(self.rec_total if self.rec_total < self.rec_cap else self.rec_cap)
+        first = self.rec_total - m
+        members = 0
+        for rec in range(first, self.rec_total):
+            if self._in_pool(<Py_ssize_t>(rec % self.rec_cap)):
+                members += 1
+        before = 0
+        for j in range(m):
+            slot = <Py_ssize_t>((first + j) % self.rec_cap)
+            if self._in_pool(slot):
+                if <double>(members - before) >= self.pool_cov * <double>(m - j):
+                    ev.start = ev.cut = self.rec_start[slot]
+                    return True
+                before += 1
+        return True  # unreachable: the window itself keeps the coverage
+
+    cdef bint _in_pool(self, Py_ssize_t slot) noexcept nogil:
+        """Whether the record in ``slot`` is one of the current phrases."""
+        cdef Py_ssize_t gi, g
+        if self.rec_len[slot] > self.pool_maxlen:
+            return False
+        for gi in range(self.grp_nactive):
+            g = self.grp_active[gi]
+            if self._is_phrase_group(g) and self._same_text(self.grp_rep[g], slot):
+                return True
+        return False
+
+    cdef void _checkpoint(self) noexcept nogil:
+        cdef Event found[N_KINDS]
+        cdef bint holds[N_KINDS]
+        cdef int k
+        cdef int64_t position
+        memset(found, 0, sizeof(found))
+        holds[K_E] = self.e_on and self._exact_tail(&found[K_E])
+        holds[K_L] = self.l_on and self._lowdiv_tail(&found[K_L])
+        holds[K_S] = self.s_on and self.s_fired and self.n >= self.min_chars
+        if holds[K_S]:
+            found[K_S].start = found[K_S].cut = self.s_start
+            found[K_S].ev0 = self.s_unique
+            found[K_S].ev1 = self.s_top
+            found[K_S].ev2 = self.s_start
+        holds[K_C] = self.c_on and self._cycle(&found[K_C])
+        holds[K_P] = self.p_on and self._pool(&found[K_P])
+        if holds[K_E] or holds[K_L] or holds[K_S]:
+            self.fuse_cp += 1
+        position = self._map(self.n)
+        for k in range(N_KINDS):
+            if holds[k]:
+                self.hit_count[k] += 1
+                if not self.holding[k] and self.nev < MAX_EVENTS:
+                    found[k].kind = k
+                    found[k].position = position
+                    self.events[self.nev] = found[k]
+                    self.nev += 1
+            self.holding[k] = holds[k]
+
+
+cdef object _ucs4_str(const cp_t* text, Py_ssize_t length):
+    return PyUnicode_FromKindAndData(4, text, length)

@@ -1,0 +1,491 @@
+"""Pure-Python reference of the loopguard text detectors (SPEC §2).
+
+This module is the specification written down as code, in the most literal way:
+it keeps the whole masked text ``t`` of the channel, and at every checkpoint it
+recomputes each detector's condition from scratch with plain ``str`` operations,
+``set`` and ``collections.Counter``.  It is slow (quadratic in places) on
+purpose: it exists so that the compiled core (``loopcore._core``) can be proven
+to give the same detections on every input and every chunking.
+
+Select it for the whole process with ``LOOPCORE_IMPLEMENTATION=python``.
+
+Conventions shared with the compiled core
+-----------------------------------------
+* Positions are Unicode code points (Python ``str`` indices) into the
+  *original* channel text of one attempt.
+* ``t`` is the text the detectors see: the original text with fenced code
+  blocks removed when ``mask_code`` is true (SPEC §2.6).
+* Checkpoints happen whenever ``len(t)`` reaches a multiple of
+  ``check_every``, and once more at :meth:`ChannelStream.finish` when the last
+  length was not a checkpoint.
+* Each raw detection is a tuple ``(kind, position, start, cut, evidence)``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+import re
+import sys
+from typing import Any
+
+__all__ = [
+    "ChannelStream",
+    "check_params",
+    "KINDS",
+    "WHITESPACE",
+    "smallest_periods",
+    "split_sentences",
+]
+
+#: Detection kinds in evaluation order (E, L, S, C, P).
+KINDS = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool")
+
+#: At most this many phrases are listed in a pool detection's evidence (SPEC §2.5).
+MAX_EVIDENCE_PHRASES = 8
+
+#: Exactly the code points for which ``str.isspace()`` is true.
+WHITESPACE = frozenset(
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+_STRONG_END = "。！？"  # a sentence always ends after these
+_WEAK_END = ".!?…"  # ... only when the next character is whitespace
+
+_LIST_RE = re.compile(r"[ \t]*(?:[-*+][ \t]|[0-9]{1,9}[.)][ \t])")
+_TABLE_RE = re.compile(r"[ \t]*\|")
+_QUOTE_RE = re.compile(r"[ \t]*>[ \t]")
+
+
+def _line_is_excluded(line: str) -> bool:
+    """True for list items, table rows and block quotes (SPEC §2.5)."""
+    return bool(_LIST_RE.match(line) or _TABLE_RE.match(line) or _QUOTE_RE.match(line))
+
+
+def split_sentences(t: str) -> list[tuple[int, str]]:
+    """Complete, counted sentences of ``t`` as ``(start, text)`` pairs.
+
+    ``start`` is the offset in ``t`` of the first non-whitespace character;
+    ``text`` is the sentence with surrounding whitespace stripped.  Follows
+    SPEC §2.5: split after ``。！？`` always, after ``. ! ? …`` only when the
+    next character is whitespace, at every newline.  A trailing fragment with
+    no boundary is not returned.  Sentences without any alphanumeric character
+    (symbol/punctuation-only) and sentences on list, table or quote lines are
+    not counted.
+    """
+    out: list[tuple[int, str]] = []
+    lines = t.split("\n")
+    offset = 0
+    for number, line in enumerate(lines):
+        complete_line = number < len(lines) - 1
+        excluded = _line_is_excluded(line)
+        pieces: list[tuple[int, int]] = []
+        begin = 0
+        for i, ch in enumerate(line):
+            if ch in _STRONG_END:
+                pieces.append((begin, i + 1))
+                begin = i + 1
+            elif ch in _WEAK_END and i + 1 < len(line) and line[i + 1] in WHITESPACE:
+                pieces.append((begin, i + 1))
+                begin = i + 1
+        if complete_line:
+            pieces.append((begin, len(line)))
+        for a, b in pieces:
+            piece = line[a:b]
+            text = piece.strip()
+            if not text or excluded or not any(ch.isalnum() for ch in text):
+                continue
+            lead = len(piece) - len(piece.lstrip())
+            out.append((offset + a + lead, text))
+        offset += len(line) + 1
+    return out
+
+
+def smallest_periods(s: str) -> list[int]:
+    """``q[L]`` = smallest period of the suffix of ``s`` of length ``L``.
+
+    Computed with the prefix function of the reversed string: the suffix of
+    length ``L`` reversed is the prefix of length ``L`` of ``s[::-1]``, whose
+    smallest period is ``L - pi[L-1]``.  ``q[0]`` is 0.
+    """
+    r = s[::-1]
+    pi = [0] * len(r)
+    for i in range(1, len(r)):
+        k = pi[i - 1]
+        while k and r[i] != r[k]:
+            k = pi[k - 1]
+        if r[i] == r[k]:
+            k += 1
+        pi[i] = k
+    return [0] + [length - pi[length - 1] for length in range(1, len(r) + 1)]
+
+
+def check_params(**params: Any) -> None:
+    """Reject stream parameters the detectors cannot run with (``ValueError``).
+
+    :class:`loopguard.TextConfig` validates every key with a message naming
+    it; this is the core's own guard for direct use, shared by both
+    implementations so they raise the same errors.
+    """
+    minimum = {
+        "check_every": 1, "window": 1, "history": 0, "repeats": 2, "lowdiv_window": 1,
+        "ngram": 1, "slide_window": 1, "slide_step": 1, "cycle_min_period": 1,
+        "cycle_max_period": 1, "cycle_min_copies": 2, "cycle_scan_chars": 1,
+        "pool_window": 1, "pool_max_phrase_chars": 1, "min_chars": 0, "cycle_min_chars": 0,
+    }
+    for key, low in minimum.items():
+        value = params[key]
+        if value < low or value > 1_000_000:
+            raise ValueError(f"{key}={value!r} is out of range [{low}, 1000000]")
+    if not 0 < params["pool_min_coverage"] <= 1:
+        raise ValueError(f"pool_min_coverage={params['pool_min_coverage']!r} is out of range (0, 1]")
+
+
+class ChannelStream:
+    """Reference detector state for one channel of one attempt.
+
+    Parameters are the detector keys of SPEC §2 (see
+    :class:`loopguard.TextConfig` for their meaning and defaults); all are
+    keyword-only and required.
+
+    Raises
+    ------
+    TypeError
+        from :meth:`feed` when ``delta`` is not a ``str``.
+    RuntimeError
+        from :meth:`feed` or :meth:`finish` after :meth:`finish`.
+    """
+
+    def __init__(
+        self,
+        *,
+        mask_code: bool,
+        check_every: int,
+        e_on: bool,
+        min_chars: int,
+        window: int,
+        history: int,
+        repeats: int,
+        l_on: bool,
+        lowdiv_window: int,
+        ngram: int,
+        lowdiv_max_unique: int,
+        lowdiv_min_repeat: int,
+        s_on: bool,
+        slide_window: int,
+        slide_step: int,
+        slide_max_unique: int,
+        slide_min_repeat: int,
+        c_on: bool,
+        cycle_min_period: int,
+        cycle_max_period: int,
+        cycle_min_copies: int,
+        cycle_min_chars: int,
+        cycle_scan_chars: int,
+        p_on: bool,
+        pool_window: int,
+        pool_min_coverage: float,
+        pool_max_phrase_chars: int,
+        pool_min_occurrences: int,
+        pool_min_distinct: int,
+        pool_max_distinct: int,
+    ) -> None:
+        check_params(
+            check_every=check_every, window=window, history=history, repeats=repeats,
+            lowdiv_window=lowdiv_window, ngram=ngram, slide_window=slide_window,
+            slide_step=slide_step, cycle_min_period=cycle_min_period,
+            cycle_max_period=cycle_max_period, cycle_min_copies=cycle_min_copies,
+            cycle_scan_chars=cycle_scan_chars, pool_window=pool_window,
+            pool_max_phrase_chars=pool_max_phrase_chars, min_chars=min_chars,
+            cycle_min_chars=cycle_min_chars, pool_min_coverage=pool_min_coverage,
+        )
+        self.mask_code = bool(mask_code)
+        self.check_every = check_every
+        self.e_on, self.min_chars, self.window = bool(e_on), min_chars, window
+        self.history, self.repeats = history, repeats
+        self.l_on, self.lowdiv_window, self.ngram = bool(l_on), lowdiv_window, ngram
+        self.lowdiv_max_unique, self.lowdiv_min_repeat = lowdiv_max_unique, lowdiv_min_repeat
+        self.s_on, self.slide_window, self.slide_step = bool(s_on), slide_window, slide_step
+        self.slide_max_unique, self.slide_min_repeat = slide_max_unique, slide_min_repeat
+        self.c_on = bool(c_on)
+        self.cycle_min_period, self.cycle_max_period = cycle_min_period, cycle_max_period
+        self.cycle_min_copies, self.cycle_min_chars = cycle_min_copies, cycle_min_chars
+        self.cycle_scan_chars = cycle_scan_chars
+        self.p_on, self.pool_window = bool(p_on), pool_window
+        self.pool_min_coverage = pool_min_coverage
+        self.pool_max_phrase_chars = pool_max_phrase_chars
+        self.pool_min_occurrences = pool_min_occurrences
+        self.pool_min_distinct, self.pool_max_distinct = pool_min_distinct, pool_max_distinct
+
+        self._t: list[str] = []  # the masked text, one character per item
+        self._orig: list[int] = []  # original offset of each character of t
+        self._length = 0  # original characters consumed
+        self._finished = False
+        # fence masking state (a plain character state machine)
+        self._line_start = True  # only spaces/tabs seen on this line so far
+        self._pending: list[tuple[int, str]] = []  # held back fence characters
+        self._in_code = False
+        self._fence_char = ""
+        self._fence_len = 0
+        self._code_line: list[str] = []  # current line inside a fence
+        self._opening_line = False  # dropping the rest of an opening fence line
+        self._opening_run = False  # still inside the opening run of fence characters
+        # detector state
+        self._holding = dict.fromkeys(KINDS, False)
+        self._hits = dict.fromkeys(KINDS, 0)
+        self._fuse_checkpoints = 0
+        self._windows: dict[int, tuple[bool, int, int]] = {}
+
+    # ------------------------------------------------------------------ input
+    @property
+    def length(self) -> int:
+        """Original characters fed so far (code points)."""
+        return self._length
+
+    @property
+    def masked_length(self) -> int:
+        """Length of ``t``, the text the detectors have seen (code points)."""
+        return len(self._t)
+
+    @property
+    def hits(self) -> dict[str, int]:
+        """Checkpoints at which each detector held, by kind."""
+        return dict(self._hits)
+
+    @property
+    def fuse_checkpoints(self) -> int:
+        """Checkpoints at which at least one of exact_tail/lowdiv_tail/lowdiv_sliding held."""
+        return self._fuse_checkpoints
+
+    @property
+    def finished(self) -> bool:
+        """Whether :meth:`finish` has been called."""
+        return self._finished
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by this reference stream (it keeps the whole text: unbounded)."""
+        return sys.getsizeof(self._t) + sys.getsizeof(self._orig) + 8 * len(self._orig)
+
+    def feed(self, delta: str) -> list[tuple[str, int, int, int, dict[str, Any]]]:
+        """Append ``delta`` and return the detections reported meanwhile."""
+        if not isinstance(delta, str):
+            raise TypeError(f"delta must be str, not {type(delta).__name__}")
+        if self._finished:
+            raise RuntimeError("this stream is finished; start a new one")
+        out: list[tuple[str, int, int, int, dict[str, Any]]] = []
+        for ch in delta:
+            self._take(self._length, ch, out)
+            self._length += 1
+        return out
+
+    def finish(self) -> list[tuple[str, int, int, int, dict[str, Any]]]:
+        """End of stream: release held characters and run the last checkpoint."""
+        if self._finished:
+            raise RuntimeError("this stream is finished; start a new one")
+        self._finished = True
+        out: list[tuple[str, int, int, int, dict[str, Any]]] = []
+        pending, self._pending = self._pending, []
+        for pos, ch in pending:
+            self._emit(pos, ch, out)
+        n = len(self._t)
+        if n and n % self.check_every:
+            self._checkpoint(out, final=True)
+        return out
+
+    def _take(self, pos: int, ch: str, out: list) -> None:
+        """Fence masking, one original character at a time (SPEC §2.6)."""
+        if not self.mask_code:
+            self._emit(pos, ch, out)
+            return
+        if self._opening_line:
+            if ch == "\n":
+                self._opening_line = False
+                self._in_code = True
+                self._code_line = []
+            elif self._opening_run and ch == self._fence_char:
+                self._fence_len += 1
+            else:
+                self._opening_run = False
+            return
+        if self._in_code:
+            if ch != "\n":
+                self._code_line.append(ch)
+                return
+            line = "".join(self._code_line).strip(" \t")
+            self._code_line = []
+            run = len(line) - len(line.lstrip(self._fence_char))
+            if run >= self._fence_len and not line[run:].strip():
+                self._in_code = False
+                self._line_start = True
+            return
+        if self._pending:
+            fence = self._pending[0][1]
+            if ch == fence:
+                self._pending.append((pos, ch))
+                if len(self._pending) == 3:
+                    self._pending = []
+                    self._opening_line = True
+                    self._fence_char = fence
+                    self._fence_len = 3
+                    self._opening_run = True
+                return
+            pending, self._pending = self._pending, []
+            for p, c in pending:
+                self._emit(p, c, out)
+            self._line_start = False
+        elif self._line_start and ch in "`~":
+            self._pending.append((pos, ch))
+            return
+        self._emit(pos, ch, out)
+        if ch == "\n":
+            self._line_start = True
+        elif ch not in " \t":
+            self._line_start = False
+
+    def _emit(self, pos: int, ch: str, out: list) -> None:
+        self._t.append(ch)
+        self._orig.append(pos)
+        n = len(self._t)
+        if n % self.check_every == 0:
+            self._checkpoint(out, final=False)
+
+    # ------------------------------------------------------------ checkpoints
+    def _map(self, k: int) -> int:
+        """Original offset of ``t`` offset ``k`` (``k == n`` maps past the end)."""
+        if k < len(self._t):
+            return self._orig[k]
+        return self._orig[-1] + 1 if self._t else 0
+
+    def _checkpoint(self, out: list, final: bool) -> None:
+        t = "".join(self._t)
+        n = len(t)
+        results = {
+            "exact_tail": self._exact_tail(t) if self.e_on else None,
+            "lowdiv_tail": self._lowdiv_tail(t) if self.l_on else None,
+            "lowdiv_sliding": self._lowdiv_sliding(t, final) if self.s_on else None,
+            "cycle": self._cycle(t) if self.c_on else None,
+            "pool": self._pool(t) if self.p_on else None,
+        }
+        position = self._map(n)
+        if any(results[kind] is not None for kind in KINDS[:3]):
+            self._fuse_checkpoints += 1
+        for kind in KINDS:
+            found = results[kind]
+            holds = found is not None
+            if holds:
+                self._hits[kind] += 1
+                if not self._holding[kind]:
+                    start, cut, evidence = found
+                    out.append((kind, position, start, cut, evidence))
+            self._holding[kind] = holds
+
+    def _exact_tail(self, t: str):
+        n, w = len(t), self.window
+        if n < self.min_chars or w < 40 or n < w:
+            return None
+        tail = t[n - w:]
+        lo = max(0, n - w - self.history)
+        region = t[lo:n - w]
+        found = []
+        i = region.find(tail)
+        while i != -1:
+            found.append(lo + i)
+            i = region.find(tail, i + w)
+        if len(found) < self.repeats - 1:
+            return None
+        cut = found[1] if len(found) > 1 else n - w
+        return self._map(found[0]), self._map(cut), {"count": len(found)}
+
+    @staticmethod
+    def _max_ngram(w: str, k: int) -> int:
+        counts = Counter(w[i:i + k] for i in range(len(w) - k + 1))
+        return max(counts.values(), default=0)
+
+    def _lowdiv_tail(self, t: str):
+        n = len(t)
+        if n < self.min_chars:
+            return None
+        lo = max(0, n - self.lowdiv_window)
+        w = t[lo:]
+        unique = len(set(w))
+        if unique >= self.lowdiv_max_unique:
+            return None
+        top = self._max_ngram(w, self.ngram)
+        if top < self.lowdiv_min_repeat:
+            return None
+        at = self._map(lo)
+        return at, at, {"unique": unique, "max_ngram": top}
+
+    def _window_fires(self, t: str, end: int) -> tuple[bool, int, int]:
+        if end not in self._windows:
+            w = t[end - self.slide_window:end]
+            unique = len(set(w))
+            top = self._max_ngram(w, self.ngram) if unique < self.slide_max_unique else 0
+            fires = unique < self.slide_max_unique and top >= self.slide_min_repeat
+            self._windows[end] = (fires, unique, top)
+        return self._windows[end]
+
+    def _lowdiv_sliding(self, t: str, final: bool):
+        n, size, step = len(t), self.slide_window, self.slide_step
+        ends = list(range(size, n + 1, step))
+        if final and n >= size and (n - size) % step:
+            ends.append(n)
+        for end in ends:
+            fires, unique, top = self._window_fires(t, end)
+            if fires:
+                if n < self.min_chars:
+                    return None
+                at = self._map(end - size)
+                return at, at, {"unique": unique, "max_ngram": top, "window_start": at}
+        return None
+
+    def _cycle(self, t: str):
+        n = len(t)
+        span = min(n, self.cycle_scan_chars)
+        q = smallest_periods(t[n - span:])
+        for length in range(span, 0, -1):
+            p = q[length]
+            if (
+                length >= self.cycle_min_chars
+                and self.cycle_min_period <= p <= self.cycle_max_period
+                and length >= self.cycle_min_copies * p
+            ):
+                start = n - length
+                evidence = {"period": p, "copies": length // p, "length": length}
+                return self._map(start), self._map(start + p), evidence
+        return None
+
+    def _pool(self, t: str):
+        sentences = split_sentences(t)
+        size = self.pool_window
+        if len(sentences) < size:
+            return None
+        recent = [text for _, text in sentences[-size:]]
+        counts = Counter(recent)
+        phrases = {
+            s for s, c in counts.items()
+            if len(s) <= self.pool_max_phrase_chars and c >= self.pool_min_occurrences
+        }
+        covered = sum(1 for s in recent if s in phrases)
+        if covered < self.pool_min_coverage * size:
+            return None
+        if not self.pool_min_distinct <= len(phrases) <= self.pool_max_distinct:
+            return None
+        retained = sentences[-4 * size:]
+        m = len(retained)
+        for j in range(m):
+            start, text = retained[j]
+            if text not in phrases:
+                continue
+            inside = sum(1 for _, s in retained[j:] if s in phrases)
+            if inside >= self.pool_min_coverage * (m - j):
+                cut = self._map(start)
+                ordered = list(dict.fromkeys(s for s in recent if s in phrases))[:MAX_EVIDENCE_PHRASES]
+                evidence = {
+                    "coverage": covered / size,
+                    "phrases": tuple(s[: self.pool_max_phrase_chars] for s in ordered),
+                }
+                return cut, cut, evidence
+        raise AssertionError("unreachable: the window itself satisfies the coverage")

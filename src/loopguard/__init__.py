@@ -1,0 +1,36 @@
+"""loopguard: catch LLM agents stuck in loops, and break them.
+
+Text loops (a paragraph copied again and again, "Now. OK. Wait." rotations)
+are found by a compiled stream core (:mod:`loopcore`) at a cost of nanoseconds
+per character; positions are Unicode code points into the original text.
+
+>>> import loopguard
+>>> [d.kind for d in loopguard.scan_text("Wait, let me recheck the sum. " * 40, config="rescue")]
+['cycle']
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+from .config import DETECTOR_KINDS, PROFILES, TextConfig
+from .errors import ConfigError, InputError
+from .text import CHANNELS, Detection, TextLoopDetector, scan_text
+
+try:
+    __version__ = _version("loopguard")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "CHANNELS",
+    "DETECTOR_KINDS",
+    "PROFILES",
+    "ConfigError",
+    "Detection",
+    "InputError",
+    "TextConfig",
+    "TextLoopDetector",
+    "__version__",
+    "scan_text",
+]

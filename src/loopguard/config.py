@@ -1,0 +1,268 @@
+"""Text detector configuration: profiles and validation (SPEC §2, §2.7, §7)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["TextConfig", "PROFILES", "DETECTOR_KINDS"]
+
+#: Detector kinds, in evaluation order, with the seed letter each one has in SPEC §2.
+DETECTOR_KINDS: dict[str, str] = {
+    "E": "exact_tail",
+    "L": "lowdiv_tail",
+    "S": "lowdiv_sliding",
+    "C": "cycle",
+    "P": "pool",
+}
+_KIND_ORDER = tuple(DETECTOR_KINDS.values())
+_FUSE = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
+_RESCUE = frozenset({"cycle", "pool"})
+
+#: Detectors each profile enables.  ``fuse`` and ``rescue`` are the seeds' own
+#: sets (002 and 003) and never change; ``default`` is loopguard's tuned set.
+PROFILES: dict[str, frozenset[str]] = {
+    "fuse": _FUSE,
+    "rescue": _RESCUE,
+    "default": _FUSE | _RESCUE,
+}
+
+_BIG = 1_000_000  # bound on windows and spans: keeps memory per channel bounded
+
+# key -> (default, minimum, maximum); the integer keys of SPEC §2.
+_INT_KEYS: dict[str, tuple[int, int, int]] = {
+    "check_every": (200, 1, _BIG),
+    # E -- exact tail repeat (002 ①a)
+    "min_chars": (2000, 0, _BIG),
+    "window": (600, 1, _BIG),
+    "history": (4000, 0, _BIG),
+    "repeats": (3, 2, _BIG),
+    # L -- low diversity, tail (002 ①b)
+    "lowdiv_window": (2000, 1, _BIG),
+    "ngram": (24, 1, 10_000),
+    "lowdiv_max_unique": (45, 1, _BIG),
+    "lowdiv_min_repeat": (10, 1, _BIG),
+    # S -- low diversity, sliding (002 ①b-2)
+    "slide_window": (400, 1, _BIG),
+    "slide_step": (100, 1, _BIG),
+    "slide_max_unique": (30, 1, _BIG),
+    "slide_min_repeat": (3, 1, _BIG),
+    # C -- verbatim cycle (003)
+    "cycle_min_period": (16, 1, _BIG),
+    "cycle_max_period": (4000, 1, _BIG),
+    "cycle_min_copies": (3, 2, _BIG),
+    "cycle_min_chars": (600, 0, _BIG),
+    "cycle_scan_chars": (12000, 1, _BIG),
+    # P -- phrase pool (003)
+    "pool_window": (30, 1, 10_000),
+    "pool_max_phrase_chars": (48, 1, 4096),
+    "pool_min_occurrences": (3, 1, 10_000),
+    "pool_min_distinct": (2, 1, 10_000),
+    "pool_max_distinct": (8, 1, 10_000),
+    # policy
+    "fuse_hits_before_action": (2, 1, _BIG),
+}
+_WATCH = ("both", "reasoning", "text")
+
+
+def _check_int(key: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(key, value, f"an integer from {lo} to {hi}")
+    if not lo <= value <= hi:
+        raise ConfigError(key, value, f"an integer from {lo} to {hi}")
+    return value
+
+
+def _parse_enabled(value: Any) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigError("enabled", value, "a collection of detector kinds or letters (E L S C P)")
+    kinds = set()
+    for item in value:
+        if item in DETECTOR_KINDS:
+            kinds.add(DETECTOR_KINDS[item])
+        elif item in _KIND_ORDER:
+            kinds.add(item)
+        else:
+            raise ConfigError(
+                "enabled", value, f"detector kinds from {', '.join(_KIND_ORDER)} (or letters E L S C P)"
+            )
+    return frozenset(kinds)
+
+
+class TextConfig:
+    """Configuration of the text loop detectors (SPEC §2).
+
+    ``TextConfig(profile="default", **overrides)``.  The profile sets which
+    detectors are enabled: ``"fuse"`` = E, L, S exactly as seed 002;
+    ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = all five at the
+    SPEC defaults.  Every other key defaults to the SPEC number; lengths and
+    positions are Unicode code points.
+
+    Keys (defaults): ``check_every`` (200); E: ``min_chars`` (2000), ``window``
+    (600), ``history`` (4000), ``repeats`` (3); L: ``lowdiv_window`` (2000),
+    ``ngram`` (24), ``lowdiv_max_unique`` (45), ``lowdiv_min_repeat`` (10); S:
+    ``slide_window`` (400), ``slide_step`` (100), ``slide_max_unique`` (30),
+    ``slide_min_repeat`` (3); C: ``cycle_min_period`` (16),
+    ``cycle_max_period`` (4000), ``cycle_min_copies`` (3), ``cycle_min_chars``
+    (600), ``cycle_scan_chars`` (12000); P: ``pool_window`` (30),
+    ``pool_min_coverage`` (0.75), ``pool_max_phrase_chars`` (48),
+    ``pool_min_occurrences`` (3), ``pool_min_distinct`` (2),
+    ``pool_max_distinct`` (8); ``skip_code_blocks`` (True: fenced code is
+    masked on the text channel), ``fuse_hits_before_action`` (2), ``watch``
+    (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the profile's
+    kinds; a collection of kind names or seed letters).
+
+    Raises
+    ------
+    ConfigError
+        (a ``ValueError``) naming the key, the value and the rule, for an
+        unknown profile or key, a value of the wrong type or out of range.
+
+    Examples
+    --------
+    >>> TextConfig("fuse").enabled == frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
+    True
+    >>> TextConfig(window=0)
+    Traceback (most recent call last):
+    ...
+    loopguard.errors.ConfigError: TextConfig: window=0 is invalid: must be an integer from 1 to 1000000
+    """
+
+    __slots__ = ("profile", "enabled", "watch", "skip_code_blocks", "pool_min_coverage", *_INT_KEYS)
+
+    profile: str
+    enabled: frozenset[str]
+    watch: str
+    skip_code_blocks: bool
+    pool_min_coverage: float
+    check_every: int
+    min_chars: int
+    window: int
+    history: int
+    repeats: int
+    lowdiv_window: int
+    ngram: int
+    lowdiv_max_unique: int
+    lowdiv_min_repeat: int
+    slide_window: int
+    slide_step: int
+    slide_max_unique: int
+    slide_min_repeat: int
+    cycle_min_period: int
+    cycle_max_period: int
+    cycle_min_copies: int
+    cycle_min_chars: int
+    cycle_scan_chars: int
+    pool_window: int
+    pool_max_phrase_chars: int
+    pool_min_occurrences: int
+    pool_min_distinct: int
+    pool_max_distinct: int
+    fuse_hits_before_action: int
+
+    def __init__(self, profile: str = "default", **overrides: Any) -> None:
+        if profile not in PROFILES:
+            raise ConfigError("profile", profile, "one of " + ", ".join(PROFILES))
+        unknown = sorted(set(overrides) - set(self.__slots__) - {"profile"})
+        if unknown:
+            raise ConfigError(unknown[0], overrides[unknown[0]], "a known key (see TextConfig's docstring)")
+        set_ = object.__setattr__
+        set_(self, "profile", profile)
+        for key, (default, lo, hi) in _INT_KEYS.items():
+            set_(self, key, _check_int(key, overrides.get(key, default), lo, hi))
+        coverage = overrides.get("pool_min_coverage", 0.75)
+        if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0 < coverage <= 1:
+            raise ConfigError("pool_min_coverage", coverage, "a number in (0, 1]")
+        set_(self, "pool_min_coverage", float(coverage))
+        skip = overrides.get("skip_code_blocks", True)
+        if not isinstance(skip, bool):
+            raise ConfigError("skip_code_blocks", skip, "True or False")
+        set_(self, "skip_code_blocks", skip)
+        watch = overrides.get("watch", "both")
+        if watch not in _WATCH:
+            raise ConfigError("watch", watch, "one of both, reasoning, text")
+        set_(self, "watch", watch)
+        enabled = overrides.get("enabled")
+        set_(self, "enabled", PROFILES[profile] if enabled is None else _parse_enabled(enabled))
+        if self.cycle_max_period < self.cycle_min_period:
+            raise ConfigError(
+                "cycle_max_period", self.cycle_max_period, f">= cycle_min_period ({self.cycle_min_period})"
+            )
+        if self.pool_max_distinct < self.pool_min_distinct:
+            raise ConfigError(
+                "pool_max_distinct", self.pool_max_distinct, f">= pool_min_distinct ({self.pool_min_distinct})"
+            )
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("TextConfig is immutable; use .replace(**changes)")
+
+    def replace(self, **changes: Any) -> TextConfig:
+        """A copy with ``changes`` applied (validated like the constructor)."""
+        values = self.to_dict()
+        profile = changes.pop("profile", values.pop("profile"))
+        if "profile" in changes or ("enabled" not in changes and profile != self.profile):
+            values.pop("enabled")
+        values.update(changes)
+        return TextConfig(profile, **values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """All keys and values; ``enabled`` as a sorted list of kinds."""
+        out: dict[str, Any] = {key: getattr(self, key) for key in self.__slots__}
+        out["enabled"] = [k for k in _KIND_ORDER if k in self.enabled]
+        return out
+
+    def stream_params(self, channel: str) -> dict[str, Any]:
+        """Keyword arguments of ``loopcore.ChannelStream`` for ``channel``."""
+        on = self.enabled
+        return {
+            "mask_code": self.skip_code_blocks and channel == "text",
+            "check_every": self.check_every,
+            "e_on": "exact_tail" in on,
+            "min_chars": self.min_chars,
+            "window": self.window,
+            "history": self.history,
+            "repeats": self.repeats,
+            "l_on": "lowdiv_tail" in on,
+            "lowdiv_window": self.lowdiv_window,
+            "ngram": self.ngram,
+            "lowdiv_max_unique": self.lowdiv_max_unique,
+            "lowdiv_min_repeat": self.lowdiv_min_repeat,
+            "s_on": "lowdiv_sliding" in on,
+            "slide_window": self.slide_window,
+            "slide_step": self.slide_step,
+            "slide_max_unique": self.slide_max_unique,
+            "slide_min_repeat": self.slide_min_repeat,
+            "c_on": "cycle" in on,
+            "cycle_min_period": self.cycle_min_period,
+            "cycle_max_period": self.cycle_max_period,
+            "cycle_min_copies": self.cycle_min_copies,
+            "cycle_min_chars": self.cycle_min_chars,
+            "cycle_scan_chars": self.cycle_scan_chars,
+            "p_on": "pool" in on,
+            "pool_window": self.pool_window,
+            "pool_min_coverage": self.pool_min_coverage,
+            "pool_max_phrase_chars": self.pool_max_phrase_chars,
+            "pool_min_occurrences": self.pool_min_occurrences,
+            "pool_min_distinct": self.pool_min_distinct,
+            "pool_max_distinct": self.pool_max_distinct,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TextConfig) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((k, str(v)) for k, v in self.to_dict().items())))
+
+    def __repr__(self) -> str:
+        base = TextConfig(self.profile).to_dict()
+        diff = {k: v for k, v in self.to_dict().items() if k != "profile" and base[k] != v}
+        extra = "".join(f", {k}={v!r}" for k, v in diff.items())
+        return f"TextConfig({self.profile!r}{extra})"
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> TextConfig:
+        """Build from a mapping such as a parsed config file (``profile`` optional)."""
+        values = dict(data)
+        return cls(values.pop("profile", "default"), **values)

@@ -1,0 +1,244 @@
+"""Streaming text loop detection: ``TextLoopDetector``, ``Detection``, ``scan_text`` (SPEC §2, §8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import loopcore
+
+from .config import TextConfig
+
+__all__ = ["CHANNELS", "Detection", "TextLoopDetector", "scan_text"]
+
+#: The two channels of an attempt (SPEC §0).
+CHANNELS = ("reasoning", "text")
+_FUSE_KINDS = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
+
+
+@dataclass(frozen=True)
+class Detection:
+    """A record that a text detector fired (SPEC §0, §2).
+
+    Attributes
+    ----------
+    kind : str
+        ``exact_tail`` (E), ``lowdiv_tail`` (L), ``lowdiv_sliding`` (S),
+        ``cycle`` (C) or ``pool`` (P).
+    channel : str
+        ``"reasoning"`` or ``"text"``.
+    position : int
+        Where it was seen: the checkpoint, as an offset into the original
+        channel text (code points).
+    start : int
+        Where the loop begins (code points, original text).
+    cut : int
+        Where to prune: keep ``text[:cut]``.
+    evidence : dict
+        The numbers behind it: E ``count``; L ``unique``, ``max_ngram``; S
+        ``unique``, ``max_ngram``, ``window_start``; C ``period``, ``copies``,
+        ``length``; P ``coverage``, ``phrases``.
+    """
+
+    kind: str
+    channel: str
+    position: int
+    start: int
+    cut: int
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``phrases`` as a list)."""
+        evidence = {k: list(v) if isinstance(v, tuple) else v for k, v in self.evidence.items()}
+        return {
+            "kind": self.kind,
+            "channel": self.channel,
+            "position": self.position,
+            "start": self.start,
+            "cut": self.cut,
+            "evidence": evidence,
+        }
+
+
+def _check_channel(channel: object) -> str:
+    if channel not in CHANNELS:
+        raise ValueError(f"channel must be 'reasoning' or 'text', not {channel!r}")
+    return channel  # type: ignore[return-value]
+
+
+class TextLoopDetector:
+    """Loop detection over the streamed channels of one model attempt.
+
+    Feed deltas as they arrive; detections come back from :meth:`feed` at the
+    checkpoint that reveals them (every ``check_every`` characters of the text
+    the detectors see) and from :meth:`finish` at the end of the stream.  The
+    result never depends on how the text was split into deltas.  One detection
+    is reported per loop episode and detector; positions are code points into
+    that channel's original text.
+
+    Parameters
+    ----------
+    config : TextConfig | str | None
+        A config, a profile name (``"default"``, ``"fuse"``, ``"rescue"``) or
+        ``None`` for ``TextConfig()``.
+    implementation : str | None
+        ``"cython"`` or ``"python"`` to force one loopcore implementation;
+        ``None`` uses the live one (:data:`loopcore.IMPLEMENTATION`).
+
+    Notes
+    -----
+    Memory is bounded per channel by the config (SPEC §1); nothing of the
+    caller's text is kept beyond the detectors' windows.  Not thread-safe:
+    use one detector per stream.
+
+    Examples
+    --------
+    >>> det = TextLoopDetector("rescue")
+    >>> found = []
+    >>> for _ in range(40):
+    ...     found += det.feed("The cache is stale, so I flush it and check again. ")
+    >>> found += det.finish()
+    >>> [(d.kind, d.start, d.cut) for d in found][:1]
+    [('cycle', 0, 51)]
+    """
+
+    def __init__(self, config: TextConfig | str | None = None, *, implementation: str | None = None) -> None:
+        if config is None:
+            config = TextConfig()
+        elif isinstance(config, str):
+            config = TextConfig(config)
+        elif not isinstance(config, TextConfig):
+            raise TypeError(f"config must be a TextConfig, a profile name or None, not {type(config).__name__}")
+        self.config = config
+        self._impl = loopcore.implementation(implementation)
+        self._streams: dict[str, Any] = {}
+        self._detections: list[Detection] = []
+        self._finished = False
+
+    @property
+    def implementation(self) -> str:
+        """``"cython"`` or ``"python"``: the loopcore implementation in use."""
+        return "cython" if self._impl is not loopcore.implementation("python") else "python"
+
+    @property
+    def detections(self) -> list[Detection]:
+        """Every detection reported so far, in order (a copy)."""
+        return list(self._detections)
+
+    @property
+    def finished(self) -> bool:
+        """Whether :meth:`finish` was called."""
+        return self._finished
+
+    def watches(self, channel: str) -> bool:
+        """Whether ``channel`` is analysed under the config's ``watch``."""
+        _check_channel(channel)
+        return self.config.watch in ("both", channel)
+
+    def feed(self, delta: str, channel: str = "text") -> list[Detection]:
+        """Append ``delta`` to ``channel`` and return the detections it revealed.
+
+        Raises
+        ------
+        TypeError
+            when ``delta`` is not a ``str`` (nothing is consumed).
+        ValueError
+            for a channel other than ``"reasoning"`` / ``"text"``.
+        RuntimeError
+            after :meth:`finish`.
+        """
+        if not isinstance(delta, str):
+            raise TypeError(f"delta must be str, not {type(delta).__name__}")
+        _check_channel(channel)
+        if self._finished:
+            raise RuntimeError("TextLoopDetector.feed() after finish(): start a new detector per attempt")
+        if not delta or not self.watches(channel):
+            return []
+        stream = self._streams.get(channel)
+        if stream is None:
+            stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
+        return self._wrap(channel, stream.feed(delta))
+
+    def finish(self) -> list[Detection]:
+        """End of the attempt: run the last checkpoint of every channel.
+
+        Raises
+        ------
+        RuntimeError
+            when called twice.
+        """
+        if self._finished:
+            raise RuntimeError("TextLoopDetector.finish() called twice")
+        self._finished = True
+        out: list[Detection] = []
+        for channel, stream in self._streams.items():
+            out += self._wrap(channel, stream.finish())
+        return out
+
+    def length(self, channel: str = "text") -> int:
+        """Characters fed to ``channel`` so far (code points)."""
+        _check_channel(channel)
+        stream = self._streams.get(channel)
+        return stream.length if stream is not None else 0
+
+    def hits(self, channel: str = "text") -> dict[str, int]:
+        """Checkpoints at which each detector held on ``channel`` (by kind)."""
+        _check_channel(channel)
+        stream = self._streams.get(channel)
+        return stream.hits if stream is not None else dict.fromkeys(loopcore.KINDS, 0)
+
+    def action_required(self, channel: str | None = None) -> bool:
+        """Whether the detections call for action (SPEC §2.6).
+
+        C/P (the 003 "rescue" family) call for action at their first hit; E/L/S
+        (the 002 "fuse" family) once some fuse detector has held at
+        ``fuse_hits_before_action`` checkpoints of one attempt.
+        """
+        channels = CHANNELS if channel is None else (_check_channel(channel),)
+        for name in channels:
+            stream = self._streams.get(name)
+            if stream is None:
+                continue
+            if stream.fuse_checkpoints >= self.config.fuse_hits_before_action:
+                return True
+            hits = stream.hits
+            if hits["cycle"] or hits["pool"]:
+                return True
+        return False
+
+    def _wrap(self, channel: str, raw: list[tuple[str, int, int, int, dict[str, Any]]]) -> list[Detection]:
+        if not raw:
+            return []
+        found = [Detection(kind, channel, position, start, cut, evidence) for kind, position, start, cut, evidence in raw]
+        self._detections += found
+        return found
+
+
+def scan_text(text: str, channel: str = "text", config: TextConfig | str | None = None) -> list[Detection]:
+    """Detect loops in a complete text, as if it had been streamed (SPEC §8).
+
+    Parameters
+    ----------
+    text : str
+        The whole channel text.
+    channel : str
+        ``"text"`` (fenced code masked) or ``"reasoning"``.
+    config : TextConfig | str | None
+        Config or profile name; ``None`` = ``TextConfig()``.
+
+    Returns
+    -------
+    list[Detection]
+        In order of position.
+
+    Raises
+    ------
+    TypeError
+        when ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    detector = TextLoopDetector(config)
+    if not detector.watches(_check_channel(channel)):
+        return []
+    return detector.feed(text, channel) + detector.finish()
