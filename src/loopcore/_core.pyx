@@ -166,6 +166,7 @@ cdef class ChannelStream:
     # ---- config
     cdef bint mask_code, e_on, l_on, s_on, c_on, p_on
     cdef Py_ssize_t check_every, min_chars, window, history, repeats
+    cdef int64_t next_cp, next_win  # t lengths of the next checkpoint / S window
     cdef Py_ssize_t lowdiv_window, ngram, lowdiv_max_unique, lowdiv_min_repeat
     cdef Py_ssize_t slide_window, slide_step, slide_max_unique, slide_min_repeat
     cdef Py_ssize_t cmin_p, cmax_p, ccopies, cmin_chars, cscan, ck
@@ -223,6 +224,8 @@ cdef class ChannelStream:
     cdef Py_ssize_t ng_mask
     cdef uint64_t ng_pow
     cdef int32_t* zbuf
+    cdef uint16_t lw_small[256]  # counts of code points < 256 in the L window
+    cdef Py_ssize_t lw_distinct, lw_big  # distinct small code points; code points >= 256
     # ---- episodes and events
     cdef bint holding[N_KINDS]
     cdef int64_t hit_count[N_KINDS]
@@ -379,6 +382,8 @@ cdef class ChannelStream:
         self.m_line_start = True
         self.s_begin = -1
         self.s_line = LC_START
+        self.next_cp = self.check_every
+        self.next_win = self.slide_window if self.s_on else -1
         return 0
 
     def __dealloc__(self):
@@ -609,11 +614,33 @@ cdef class ChannelStream:
             self.ring_c[(self.n - 1) & self.cmask] = <uint16_t>(self.hc >> 48)
         if self.p_on:
             self._sentence_step(c, self.n - 1)
-        if (self.s_on and not self.s_fired and self.n >= self.slide_window
-                and (self.n - self.slide_window) % self.slide_step == 0):
-            self._eval_window(self.n)
-        if self.n % self.check_every == 0:
+        if self.l_on:
+            self._lowdiv_count(c, idx)
+        if self.n == self.next_win:
+            self.next_win += self.slide_step
+            if not self.s_fired:
+                self._eval_window(self.n)
+        if self.n == self.next_cp:
+            self.next_cp += self.check_every
             self._checkpoint()
+
+    cdef inline void _lowdiv_count(self, cp_t c, Py_ssize_t idx) noexcept nogil:
+        """Keep the L window's small-code-point counts as t[n-lowdiv_window:n]."""
+        cdef cp_t out
+        if c < 256:
+            self.lw_small[c] += 1
+            if self.lw_small[c] == 1:
+                self.lw_distinct += 1
+        else:
+            self.lw_big += 1
+        if self.n > self.lowdiv_window:
+            out = self.buf[idx - self.lowdiv_window]
+            if out < 256:
+                self.lw_small[out] -= 1
+                if self.lw_small[out] == 0:
+                    self.lw_distinct -= 1
+            else:
+                self.lw_big -= 1
 
     cdef void _push_breakpoint(self, int64_t d) noexcept nogil:
         cdef Py_ssize_t live
@@ -867,6 +894,19 @@ cdef class ChannelStream:
             self.s_start = self._map(lo)
 
     # ------------------------------------------------------------ detectors
+    cdef bint _ring_has(self, const uint16_t* ring, Py_ssize_t mask, int64_t lo, int64_t hi,
+                        uint16_t x) noexcept nogil:
+        """Whether ``x`` is stored for some t offset in ``[lo, hi)`` of a hash ring."""
+        cdef int64_t seg_end
+        while lo < hi:
+            seg_end = lo + (mask + 1 - (lo & mask))
+            if seg_end > hi:
+                seg_end = hi
+            if any_equal_u16(&ring[lo & mask], <Py_ssize_t>(seg_end - lo), x):
+                return True
+            lo = seg_end
+        return False
+
     cdef bint _exact_tail(self, Event* ev) noexcept nogil:
         cdef int64_t n = self.n, w = self.window, lo, j, s, first = -1, second = -1
         cdef int64_t last, next_ok, seg_end
@@ -918,7 +958,12 @@ cdef class ChannelStream:
         lo = n - self.lowdiv_window
         if lo < 0:
             lo = 0
-        unique = self._distinct(lo, n, self.lowdiv_max_unique)
+        if self.lw_distinct >= self.lowdiv_max_unique:
+            return False
+        if self.lw_big == 0:
+            unique = self.lw_distinct  # exact: every code point is < 256
+        else:
+            unique = self._distinct(lo, n, self.lowdiv_max_unique)
         if unique >= self.lowdiv_max_unique:
             return False
         top = self._max_ngram(lo, n)
@@ -944,6 +989,8 @@ cdef class ChannelStream:
         e0 = <Py_ssize_t>(n - 1 - self.base)
         # prefilter: some p whose needed match length holds (one memcmp each)
         x = self.ring_c[(n - 1) & self.cmask]
+        if not self._ring_has(self.ring_c, self.cmask, n - 1 - top_p, n - self.cmin_p, x):
+            return False
         for p in range(self.cmin_p, top_p + 1):
             if self.ring_c[(n - 1 - p) & self.cmask] != x:
                 continue

@@ -1,0 +1,199 @@
+"""Runs of consecutive identical tool calls, for the offline scanner (SPEC §4, §5.1, §6).
+
+Two calls are identical when their :func:`call_hash` is equal (same tool,
+same arguments).  A run of two or more is a *finding*; a run of
+``max_repeats`` (default 3, the seed loop brake's default: the brake denies
+the call whose streak reaches 3) or more is a *loop*.  Findings carry the tool
+name, the call indices, a 12-hex hash prefix and whether every result was
+identical too -- never the arguments or results, which may hold secrets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["DEFAULT_MAX_REPEATS", "ToolRun", "call_hash", "find_runs", "hash_prefix"]
+
+#: A run of this many identical calls is a loop (the seed brake's ``max_repeats``).
+DEFAULT_MAX_REPEATS = 3
+
+
+def _canonical(args: Any) -> str:
+    # Minimal stand-in for SPEC §4's canonical_json (JS JSON.stringify with
+    # sorted keys); a later issue replaces this one function.
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except (json.JSONDecodeError, RecursionError):
+            pass  # not JSON: hashed as that string value
+    return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+
+
+def call_hash(tool: str, args: Any) -> str:
+    """The identity of a tool call: sha256 hex of ``tool + "\\n" + canonical JSON of args``.
+
+    Parameters
+    ----------
+    tool : str
+        The tool name.
+    args : Any
+        The arguments: a JSON-compatible value, or a string -- parsed first when
+        it is JSON, hashed as that string value when it is not.
+
+    Returns
+    -------
+    str
+        64 lowercase hex digits.
+
+    Notes
+    -----
+    The canonical form here is Python's ``json.dumps(sort_keys=True,
+    separators=(",", ":"), ensure_ascii=False)``; it equals the seed
+    harness's JavaScript form for ordinary arguments (strings, integers,
+    nested objects) but not for every edge case (float formatting, key order
+    of numeric keys, lone surrogates).
+
+    Examples
+    --------
+    >>> call_hash("grep", {"pattern": "x"}) == call_hash("grep", '{"pattern":"x"}')
+    True
+    """
+    data = f"{tool}\n{_canonical(args)}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_prefix(digest: str) -> str:
+    """The first 12 hex digits of a call hash (all a report ever shows)."""
+    return digest[:12]
+
+
+class CallLike(Protocol):
+    """What :func:`find_runs` needs of a call (e.g. :class:`loopguard.logs.ToolCall`)."""
+
+    name: str
+    args: Any
+    result: Any
+    error: bool
+    where: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """A run of consecutive identical tool calls.
+
+    Attributes
+    ----------
+    tool : str
+        The tool name.
+    digest : str
+        The full call hash (only :attr:`hash_prefix` is ever shown).
+    calls : tuple[int, ...]
+        0-based indices of the calls in their conversation's call sequence.
+    where : tuple[dict, ...]
+        Where each call sits in the file.
+    results_identical : bool | None
+        ``True`` when every call has a result and all results (and error
+        flags) are equal, ``False`` when they differ, ``None`` when some call
+        has no result in the log.
+    max_repeats : int
+        The loop threshold the run was judged with.
+    """
+
+    tool: str
+    digest: str
+    calls: tuple[int, ...]
+    where: tuple[dict[str, Any], ...]
+    results_identical: bool | None
+    max_repeats: int = DEFAULT_MAX_REPEATS
+
+    @property
+    def count(self) -> int:
+        """How many identical calls in a row."""
+        return len(self.calls)
+
+    @property
+    def loop(self) -> bool:
+        """Whether the run is a loop (``count >= max_repeats``)."""
+        return self.count >= self.max_repeats
+
+    @property
+    def hash_prefix(self) -> str:
+        """12 hex digits of the call hash."""
+        return hash_prefix(self.digest)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (no arguments, no results)."""
+        return {
+            "tool": self.tool,
+            "count": self.count,
+            "calls": list(self.calls),
+            "where": [dict(w) for w in self.where],
+            "hash_prefix": self.hash_prefix,
+            "results_identical": self.results_identical,
+            "loop": self.loop,
+        }
+
+
+def _result_key(call: CallLike) -> str | None:
+    if call.result is None:
+        return None
+    return json.dumps([bool(call.error), call.result], sort_keys=True, ensure_ascii=False, default=repr)
+
+
+def _results_identical(run: Sequence[CallLike]) -> bool | None:
+    keys = [_result_key(call) for call in run]
+    if any(key is None for key in keys):
+        return None
+    return len(set(keys)) == 1
+
+
+def find_runs(
+    calls: Sequence[CallLike], *, min_count: int = 2, max_repeats: int = DEFAULT_MAX_REPEATS
+) -> list[ToolRun]:
+    """Find runs of consecutive identical calls.
+
+    Parameters
+    ----------
+    calls : Sequence[CallLike]
+        One conversation's tool calls in order.
+    min_count : int
+        Shortest run reported (default 2).
+    max_repeats : int
+        Runs this long or longer are loops (default 3).
+
+    Returns
+    -------
+    list[ToolRun]
+        In order of their first call.
+
+    Examples
+    --------
+    >>> from loopguard.logs import ToolCall
+    >>> calls = [ToolCall("ls", {}, "a"), ToolCall("ls", {}, "a"), ToolCall("ls", {}, "a")]
+    >>> [(r.tool, r.calls, r.results_identical, r.loop) for r in find_runs(calls)]
+    [('ls', (0, 1, 2), True, True)]
+    """
+    runs: list[ToolRun] = []
+    hashes = [call_hash(call.name, call.args) for call in calls]
+    start = 0
+    for end in range(1, len(calls) + 1):
+        if end < len(calls) and hashes[end] == hashes[start]:
+            continue
+        if end - start >= min_count:
+            run = calls[start:end]
+            runs.append(
+                ToolRun(
+                    tool=calls[start].name,
+                    digest=hashes[start],
+                    calls=tuple(range(start, end)),
+                    where=tuple(dict(call.where) for call in run),
+                    results_identical=_results_identical(run),
+                    max_repeats=max_repeats,
+                )
+            )
+        start = end
+    return runs
