@@ -525,7 +525,7 @@ cdef class ChannelStream:
                 break
         return i
 
-    cdef void _step(self, cp_t c, int64_t pos) noexcept nogil:
+    cdef inline void _step(self, cp_t c, int64_t pos) noexcept nogil:
         """Fence masking (SPEC §2.6), one original character at a time."""
         cdef int k
         if not self.mask_code:
@@ -590,7 +590,7 @@ cdef class ChannelStream:
         elif c != 32 and c != 9:
             self.m_line_start = False
 
-    cdef void _emit(self, cp_t c, int64_t pos) noexcept nogil:
+    cdef inline void _emit(self, cp_t c, int64_t pos) noexcept nogil:
         """Append one character to ``t`` and run the per-character detectors."""
         cdef int64_t d = pos - self.n
         cdef Py_ssize_t idx
@@ -699,7 +699,7 @@ cdef class ChannelStream:
         self.blen = self.keep
 
     # --------------------------------------------------------- sentences (P)
-    cdef void _sentence_step(self, cp_t c, int64_t at) noexcept nogil:
+    cdef inline void _sentence_step(self, cp_t c, int64_t at) noexcept nogil:
         cdef int st = self.s_line
         if c == 10:
             self._complete_sentence()

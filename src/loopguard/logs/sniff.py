@@ -41,6 +41,7 @@ Records = list[tuple["int | None", dict[str, Any]]]
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHUNK = 1 << 16
+_READ = 1 << 13  # decompressed bytes per read: the granularity of a corrupt stream's line number
 _JSON_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".traj"})
 _JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 _COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd"}
@@ -112,8 +113,8 @@ def compression_of(path: str | Path) -> str | None:
     Raises
     ------
     InputError
-        when the file cannot be opened, or is named ``.gz``/``.zst`` but lacks
-        that format's magic bytes.
+        when the file cannot be opened, or is named ``.gz``/``.zst``, is not
+        empty and lacks that format's magic bytes.
     """
     try:
         with open(path, "rb") as fh:
@@ -125,7 +126,7 @@ def compression_of(path: str | Path) -> str | None:
     if head.startswith(_ZSTD_MAGIC):
         return "zstd"
     named = _COMPRESSED_SUFFIXES.get(Path(path).suffix.lower())
-    if named is not None:
+    if named is not None and head:  # an empty file is empty, whatever its name
         raise InputError(f"corrupt {named} data: the file is named {Path(path).suffix} but lacks the {named} magic bytes", path=str(path), line=1)
     return None
 
@@ -163,7 +164,7 @@ def _read_bytes(path: str | Path) -> bytes:
     chunks: list[bytes] = []
     with open_maybe_compressed(path) as fh:
         try:
-            while chunk := fh.read(_CHUNK):
+            while chunk := fh.read(_READ):
                 chunks.append(chunk)
         except (OSError, EOFError, zlib.error, zstandard.ZstdError) as exc:
             line = b"".join(chunks).count(b"\n") + 1
@@ -192,16 +193,17 @@ def read_text(path: str | Path) -> str:
     """
     data = _read_bytes(path)
     nul = data.find(b"\x00")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise InputError("unknown format: binary data (NUL byte), not a text or JSON log", path=str(path), line=line)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            f"unknown format: not UTF-8 text (byte 0x{data[exc.start]:02x}); binary file?", path=str(path), line=line
-        ) from exc
+        if nul < 0 or exc.start < nul:  # report whichever comes first
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise InputError(
+                f"unknown format: not UTF-8 text (byte 0x{data[exc.start]:02x}); binary file?", path=str(path), line=line
+            ) from None
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputError("unknown format: binary data (NUL byte), not a text or JSON log", path=str(path), line=line)
     return text[1:] if text.startswith("\ufeff") else text
 
 

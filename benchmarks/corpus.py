@@ -1,0 +1,120 @@
+"""Seeded benchmark corpora (the streams of ``research/perf-baselines.md`` §1, rebuilt).
+
+* ``english(n)`` -- pseudo-English prose: a 2,000-word vocabulary (about 300
+  function words plus syllable pseudo-words) drawn with Zipf weights, proper
+  nouns, numbers, ``, ; : ( ) " ' -`` and paragraph breaks; no loops.
+* ``chinese(n)`` -- 3,000 CJK characters (Zipf) with ``，。！？`` and breaks.
+* ``late_loop(n)`` -- ``english`` for the first 80 %, then one fresh
+  300-character paragraph repeated verbatim to the end.
+* ``deltas(text, seed)`` -- a chunking with delta sizes uniform over 1..8.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+FUNCTION_WORDS = (
+    "the of and to a in is that it for was on are as with his they at be this have from or one "
+    "had by word but not what all were we when your can said there use an each which she do how "
+    "their if will up other about out many then them these so some her would make like him into "
+    "time has look two more write go see number no way could people my than first water been call "
+    "who oil its now find long down day did get come made may part over new sound take only little "
+    "work know place year live me back give most very after thing our just name good sentence man "
+    "think say great where help through much before line right too mean old any same tell boy follow "
+    "came want show also around form three small set put end does another well large must big even "
+    "such because turn here why ask went men read need land different home us move try kind hand "
+    "picture again change off play spell air away animal house point page letter mother answer found "
+    "study still learn should world high every near add food between own below country plant last "
+    "school father keep tree never start city earth eye light thought head under story saw left few "
+    "while along might close something seem next hard open example begin life always those both paper "
+    "together got group often run important until children side feet car mile night walk white sea "
+    "began grow took river four carry state once book hear stop without second later miss idea enough "
+    "eat face watch far really almost let above girl sometimes mountain cut young talk soon list song"
+).split()
+SYLLABLES = ("ka", "lo", "mi", "ten", "dra", "vel", "os", "qua", "rin", "sto", "ph", "ex",
+             "zu", "bri", "an", "cor", "ly", "ith", "wen", "gar", "tus", "ne", "pol", "if")
+PUNCT = (", ", "; ", ": ", " (", ") ", ' "', '" ', " '", " - ")
+
+
+def _vocabulary(rng: random.Random) -> list[str]:
+    words = list(FUNCTION_WORDS)
+    while len(words) < 2000:
+        words.append("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))))
+    return words
+
+
+def english(n: int, seed: int = 1) -> str:
+    rng = random.Random(seed)
+    words = _vocabulary(rng)
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    names = [w.capitalize() for w in rng.sample(words[300:], 60)]
+    out: list[str] = []
+    size = 0
+    sentence_left = rng.randint(6, 25)
+    capital = True
+    while size < n:
+        roll = rng.random()
+        if roll < 0.04:
+            word = rng.choice(names)
+        elif roll < 0.07:
+            word = str(rng.randint(0, 5000))
+        else:
+            word = rng.choices(words, weights)[0]
+        if capital:
+            word = word.capitalize()
+            capital = False
+        sentence_left -= 1
+        if sentence_left == 0:
+            sep = rng.choice((". ", ". ", "? ", "! ", ".\n\n"))
+            sentence_left = rng.randint(6, 25)
+            capital = True
+        elif rng.random() < 0.08:
+            sep = rng.choice(PUNCT)
+        else:
+            sep = " "
+        piece = word + sep
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)[:n]
+
+
+def chinese(n: int, seed: int = 2) -> str:
+    rng = random.Random(seed)
+    chars = [chr(0x4E00 + i * 7) for i in range(3000)]
+    weights = [1 / (rank + 1) for rank in range(len(chars))]
+    out: list[str] = []
+    size = 0
+    while size < n:
+        length = rng.randint(8, 40)
+        out.extend(rng.choices(chars, weights, k=length))
+        out.append(rng.choice("，，，。。！？"))
+        if rng.random() < 0.1:
+            out.append("\n\n")
+        size += length + 1
+    return "".join(out)[:n]
+
+
+def late_loop(n: int, seed: int = 3) -> str:
+    head = english(int(n * 0.8), seed)
+    paragraph = english(400, seed + 100)[:300]
+    body = paragraph * ((n - len(head)) // len(paragraph) + 1)
+    return (head + body)[:n]
+
+
+def deltas(text: str, seed: int = 4, low: int = 1, high: int = 8) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    i = 0
+    while i < len(text):
+        k = rng.randint(low, high)
+        out.append(text[i:i + k])
+        i += k
+    return out
+
+
+def fixed_deltas(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+__all__ = ["english", "chinese", "late_loop", "deltas", "fixed_deltas", "itertools"]

@@ -1,0 +1,434 @@
+"""The ``loopguard`` command line: ``loopguard scan PATH...`` (SPEC §6, §8).
+
+The scanner is observe-only: it reads logs, never writes them.  Each file is
+read by :func:`loopguard.logs.read_log` into conversations of assistant
+messages; every message is scanned with a fresh
+:class:`~loopguard.TextLoopDetector` (one message = one attempt), and every
+conversation's tool calls are searched for runs of identical calls
+(:func:`loopguard.toolruns.find_runs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import __version__
+from .config import PROFILES, TextConfig
+from .errors import InputError
+from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
+from .text import CHANNELS, Detection, TextLoopDetector
+from .toolruns import DEFAULT_MAX_REPEATS, ToolRun, find_runs
+
+__all__ = ["FileReport", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
+
+EXCERPT_CHARS = 80
+
+_SCAN_DESCRIPTION = f"""\
+Scan stored agent logs for loops and report where each one is and where it
+would be cut. Observe-only: files are never modified.
+
+Formats are told from the content (any file may be gzip or zstd compressed):
+  plain text / Markdown  the whole file is one "text" channel
+  chat                   OpenAI-style JSON Lines, one message per line or a
+                         record per line with "messages": [...]; assistant
+                         "reasoning_content"/"reasoning" -> reasoning channel,
+                         "content" -> text channel, "tool_calls" -> tool calls
+  claude-code            Claude Code stream-json; blocks of one message id form
+                         one message (thinking -> reasoning, text -> text)
+  swe-agent              .traj: each trajectory step is a message (thought ->
+                         text channel, action -> tool call); steps are 0-based
+  tool-calls             a JSON list of {{"tool", "args", "result", "error"}}
+  dataset                JSON Lines records whose model output is a string
+                         field ({", ".join(DATASET_FIELDS)}, or --field NAME);
+                         reported per record by line and id. The field holds
+                         reasoning and answer together, so it is scanned as the
+                         "reasoning" channel (fenced code is not masked).
+
+Each assistant message is scanned with a fresh detector per channel (one
+message = one attempt); positions are code points into that channel's text.
+Runs of 2+ consecutive identical tool calls are reported (tool name, count,
+call indices, 12-hex hash prefix, whether the results were identical too);
+tool arguments and results are never printed. A run of {DEFAULT_MAX_REPEATS}+ counts as a loop.
+
+exit status: 0 clean, 1 loops found (any text detection, or a run of
+{DEFAULT_MAX_REPEATS}+ identical tool calls), 2 unreadable input (named on stderr with its
+line; the other files are still scanned; 2 wins over 1).
+"""
+
+
+# --------------------------------------------------------------------------- scanning
+
+
+@dataclass(frozen=True)
+class TextFinding:
+    """A text detection with where it is in the file.
+
+    Attributes
+    ----------
+    detection : Detection
+        The detection (positions in the channel's text).
+    where : dict
+        The message's location (message index / step / line / id).
+    excerpt : str
+        Up to 80 characters of the repeated unit, from ``start``.
+    length : int
+        Length of the channel text (code points).
+    """
+
+    detection: Detection
+    where: dict[str, Any]
+    excerpt: str
+    length: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``Detection.to_dict()`` plus ``where``."""
+        return {**self.detection.to_dict(), "where": dict(self.where)}
+
+
+@dataclass
+class FileReport:
+    """What the scanner found in one file.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    format : str | None
+        Its format (``None`` when it could not be read).
+    loops : list[TextFinding]
+        Text detections, in message order.
+    tool_runs : list[ToolRun]
+        Runs of 2+ identical consecutive tool calls.
+    error : InputError | None
+        Why the file could not be read.
+    """
+
+    path: str
+    format: str | None
+    loops: list[TextFinding] = field(default_factory=list)
+    tool_runs: list[ToolRun] = field(default_factory=list)
+    error: InputError | None = None
+
+    @property
+    def has_loop(self) -> bool:
+        """Any text detection, or a tool run long enough to be a loop."""
+        return bool(self.loops) or any(run.loop for run in self.tool_runs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` object: ``path``, ``format``, ``loops``, ``tool_findings`` (+ ``error``, ``line``)."""
+        out: dict[str, Any] = {
+            "path": self.path,
+            "format": self.format,
+            "loops": [finding.to_dict() for finding in self.loops],
+            "tool_findings": [run.to_dict() for run in self.tool_runs],
+        }
+        if self.error is not None:
+            out["error"] = str(self.error)
+            out["line"] = self.error.line
+        return out
+
+
+def _excerpt(text: str, detection: Detection) -> str:
+    start = detection.start
+    end = detection.cut if detection.cut > start else start + EXCERPT_CHARS
+    return text[start : min(end, start + EXCERPT_CHARS)]
+
+
+def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
+    """Scan one assistant message's channels with a fresh detector.
+
+    Parameters
+    ----------
+    message : Message
+        The message (reasoning fed to ``"reasoning"``, text to ``"text"``).
+    config : TextConfig
+        The detector config.
+
+    Returns
+    -------
+    list[TextFinding]
+        Reasoning detections first, then text, each in detection order.
+    """
+    texts = {"reasoning": message.reasoning, "text": message.text}
+    detector = TextLoopDetector(config)
+    found: list[Detection] = []
+    for channel in CHANNELS:
+        if texts[channel]:
+            found += detector.feed(texts[channel], channel)
+    found += detector.finish()
+    found.sort(key=lambda d: CHANNELS.index(d.channel))  # stable: detection order within a channel
+    return [TextFinding(d, message.where, _excerpt(texts[d.channel], d), len(texts[d.channel])) for d in found]
+
+
+def scan_log(log: LogFile, config: TextConfig) -> FileReport:
+    """Scan a parsed log: text loops per message, tool-call runs per conversation.
+
+    Parameters
+    ----------
+    log : LogFile
+        From :func:`loopguard.logs.read_log`.
+    config : TextConfig
+        The detector config.
+
+    Returns
+    -------
+    FileReport
+        The findings.
+    """
+    report = FileReport(log.path, log.format)
+    for conversation in log.conversations:
+        for message in conversation.messages:
+            report.loops += scan_message(message, config)
+        report.tool_runs += find_runs(conversation.tool_calls())
+    return report
+
+
+def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> FileReport:
+    """Read and scan one file; an unreadable file gives a report with ``error`` set.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    config : TextConfig
+        The detector config.
+    field : str | None
+        The dataset output field (``--field``).
+
+    Returns
+    -------
+    FileReport
+        The findings, or the error.
+    """
+    try:
+        log = read_log(path, field=field)
+    except InputError as exc:
+        return FileReport(path, None, error=exc)
+    return scan_log(log, config)
+
+
+# --------------------------------------------------------------------------- human output
+
+
+def _show(text: str) -> str:
+    """Make an excerpt one safe line: newline as ⏎, other control characters as symbols."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\n":
+            out.append("⏎")
+        elif code < 0x20:
+            out.append(chr(0x2400 + code))
+        elif code == 0x7F:
+            out.append("\u2421")
+        elif 0x80 <= code < 0xA0 or 0xD800 <= code < 0xE000:
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else _show(str(value))
+
+
+def where_label(where: dict[str, Any]) -> str:
+    """``"message 3, line 12"``, ``"step 9"``, ``"line 4, id \\"x\\""``: a location for humans."""
+    parts = []
+    for key, value in where.items():
+        if key == "message_id":
+            continue
+        name = "sub-agent" if key == "parent_tool_use_id" else key
+        parts.append(f"{name} {_value(value)}")
+    return ", ".join(parts)
+
+
+def span_label(wheres: Sequence[dict[str, Any]]) -> str:
+    """Where a run of calls sits: ``"steps 9–12"``, ``"messages 1–7, lines 2–8"``."""
+    keys = [k for k in wheres[0] if k != "message_id"]
+    if "call" in keys and ("message" in keys or "step" in keys):
+        keys.remove("call")  # the index within one message; "calls" below is the global one
+    parts = []
+    for key in keys:
+        values = [w.get(key) for w in wheres]
+        name = "sub-agent" if key == "parent_tool_use_id" else key
+        if all(v == values[0] for v in values):
+            parts.append(f"{name} {_value(values[0])}")
+        else:
+            parts.append(f"{name}s {_value(values[0])}–{_value(values[-1])}")
+    return ", ".join(parts)
+
+
+def _loop_lines(finding: TextFinding) -> list[str]:
+    d = finding.detection
+    where = where_label(finding.where)
+    head = " · ".join(
+        part
+        for part in (where, d.channel, d.kind, f"position {d.position}", f"start {d.start}", f"cut {d.cut}")
+        if part
+    )
+    more = "…" if finding.excerpt and d.start + len(finding.excerpt) < min(d.cut, finding.length) else ""
+    return [
+        f"  LOOP    {head}",
+        f"          {'repeats' if d.cut > d.start else 'from start'}: “{_show(finding.excerpt)}{more}”",
+        f"          would cut at {d.cut}: keep {d.cut} of {finding.length} chars, drop {finding.length - d.cut}",
+    ]
+
+
+def _run_line(run: ToolRun) -> str:
+    label = "LOOP  " if run.loop else "repeat"
+    results = {True: "results identical", False: "results differ", None: "results not logged"}[run.results_identical]
+    calls = f"calls {run.calls[0]}–{run.calls[-1]}"
+    span = span_label(run.where)
+    parts = [f"tool run: {run.tool} ×{run.count}", calls]
+    if span and span != calls:  # a tool-call list's own "calls" span says it already
+        parts.append(span)
+    parts += [f"hash {run.hash_prefix}", results]
+    return f"  {label}  " + " · ".join(parts)
+
+
+def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
+    """The human-readable lines for one file (none for a clean file unless ``show_clean``).
+
+    Parameters
+    ----------
+    report : FileReport
+        The file's findings (errors go to stderr, not here).
+    show_clean : bool
+        List a file without findings as ``clean`` (``--all``).
+
+    Returns
+    -------
+    list[str]
+        Lines without newlines.
+    """
+    if report.error is not None:
+        return []
+    if not report.loops and not report.tool_runs:
+        return [f"{report.path} [{report.format}]: clean"] if show_clean else []
+    status = "loops found" if report.has_loop else "no loop"
+    lines = [f"{report.path} [{report.format}]: {status}"]
+    for finding in report.loops:
+        lines += _loop_lines(finding)
+    lines += [_run_line(run) for run in report.tool_runs]
+    return lines
+
+
+# --------------------------------------------------------------------------- command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``loopguard`` argument parser."""
+    parser = argparse.ArgumentParser(prog="loopguard", description="Detect LLM agents stuck in loops.")
+    parser.add_argument("--version", action="version", version=f"loopguard {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    scan = commands.add_parser(
+        "scan",
+        help="scan stored logs for loops (observe-only)",
+        description=_SCAN_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scan.add_argument("paths", nargs="+", metavar="PATH", help="files or directories (walked recursively, sorted)")
+    scan.add_argument("--json", action="store_true", help="one JSON object per input file per line")
+    scan.add_argument("--all", action="store_true", help="also list files without findings")
+    scan.add_argument(
+        "--profile", default="default", choices=sorted(PROFILES), help="text detector profile (default: %(default)s)"
+    )
+    scan.add_argument(
+        "--field",
+        metavar="NAME",
+        help=f"dataset JSON Lines: the string field holding the model output (default: first of {', '.join(DATASET_FIELDS)})",
+    )
+    scan.set_defaults(run=_scan_command)
+    return parser
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[tuple[Callable[[], None], bool]]:
+    """A transient rich progress bar on stderr (only for 2+ files on a terminal)."""
+    if total < 2 or not sys.stderr.isatty():
+        yield (lambda: None), False
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    progress = Progress(console=Console(stderr=True), transient=True, redirect_stdout=False, redirect_stderr=True)
+    with progress:
+        task = progress.add_task("scanning", total=total)
+        yield (lambda: progress.advance(task)), True
+
+
+def _scan_command(args: argparse.Namespace) -> int:
+    config = TextConfig(args.profile)
+    targets = expand_paths(args.paths)
+    status = 0
+    counts = {"loops": 0, "clean": 0, "unreadable": 0}
+    deferred: list[str] = []
+    with _progress(len(targets)) as (advance, active):
+        defer = active and sys.stdout.isatty()  # keep the bar from tearing terminal output
+        for path, error in targets:
+            report = FileReport(path, None, error=error) if error else scan_file(path, config, field=args.field)
+            if report.error is not None:
+                print(f"loopguard: error: {report.error}", file=sys.stderr)
+                status = 2
+                counts["unreadable"] += 1
+            elif report.has_loop:
+                status = max(status, 1)
+                counts["loops"] += 1
+            else:
+                counts["clean"] += 1
+            lines = [json.dumps(report.to_dict())] if args.json else format_report(report, show_clean=args.all)
+            if defer:
+                deferred += lines
+            else:
+                _write(lines)
+            advance()
+    _write(deferred)
+    if not args.json:
+        n = len(targets)
+        _write([f"scanned {n} file{'s' if n != 1 else ''}: {counts['loops']} with loops, "
+                f"{counts['clean']} without, {counts['unreadable']} unreadable"])
+    return status
+
+
+def _write(lines: list[str]) -> None:
+    for line in lines:
+        sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``loopguard`` command.
+
+    Parameters
+    ----------
+    argv : Sequence[str] | None
+        The arguments (without the program name); ``None`` = ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 clean, 1 loops found, 2 bad input or usage.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

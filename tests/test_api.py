@@ -1,0 +1,250 @@
+"""Public text API: config validation, bad input, masking, watch, implementation selection."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import pytest
+
+import loopcore
+import loopguard
+from helpers import detect, letters, noise_cjk
+from loopguard import ConfigError, Detection, TextConfig, TextLoopDetector, scan_text
+
+LOOP = "The cache key is stale, so I flush it and check the value again. "  # 65 chars
+
+
+# --------------------------------------------------------------- config
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"window": 0}, "window"),
+        ({"check_every": -1}, "check_every"),
+        ({"repeats": 1}, "repeats"),
+        ({"ngram": 2.5}, "ngram"),
+        ({"min_chars": True}, "min_chars"),
+        ({"pool_min_coverage": 1.5}, "pool_min_coverage"),
+        ({"pool_min_coverage": 0}, "pool_min_coverage"),
+        ({"watch": "answer"}, "watch"),
+        ({"enabled": ["E", "X"]}, "enabled"),
+        ({"enabled": "E"}, "enabled"),
+        ({"skip_code_blocks": "yes"}, "skip_code_blocks"),
+        ({"cycle_min_period": 50, "cycle_max_period": 20}, "cycle_max_period"),
+        ({"pool_min_distinct": 5, "pool_max_distinct": 4}, "pool_max_distinct"),
+        ({"windoww": 600}, "windoww"),
+    ],
+)
+def test_config_error_names_key_value_and_rule(overrides: dict, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        TextConfig(**overrides)
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.key == key
+    assert err.value == overrides[key]
+    assert f"{key}=" in str(err) and "must be" in str(err)
+
+
+def test_unknown_profile() -> None:
+    with pytest.raises(ConfigError, match="profile='turbo'"):
+        TextConfig("turbo")
+
+
+def test_profiles_enable_the_seed_sets() -> None:
+    assert TextConfig("fuse").enabled == {"exact_tail", "lowdiv_tail", "lowdiv_sliding"}
+    assert TextConfig("rescue").enabled == {"cycle", "pool"}
+    assert TextConfig().enabled == {"exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool"}
+    assert TextConfig(enabled=["C", "pool"]).enabled == {"cycle", "pool"}
+    assert TextConfig("fuse").window == 600 and TextConfig("rescue").cycle_scan_chars == 12000
+
+
+def test_config_is_immutable_and_replace_validates() -> None:
+    cfg = TextConfig("rescue")
+    with pytest.raises(AttributeError):
+        cfg.window = 5  # type: ignore[misc]
+    assert cfg.replace(pool_window=10).pool_window == 10
+    assert cfg.replace(pool_window=10).enabled == cfg.enabled
+    with pytest.raises(ConfigError):
+        cfg.replace(pool_window=0)
+    assert TextConfig.from_mapping({"profile": "fuse", "window": 300}) == TextConfig("fuse", window=300)
+
+
+# ----------------------------------------------------------- bad input
+@pytest.mark.parametrize("bad", [b"bytes", 42, None, ["a"]])
+def test_non_str_delta_is_a_type_error_and_consumes_nothing(impl: str, bad: object) -> None:
+    det = TextLoopDetector(implementation=impl)
+    det.feed("abc")
+    with pytest.raises(TypeError, match=type(bad).__name__):
+        det.feed(bad)  # type: ignore[arg-type]
+    assert det.length("text") == 3
+
+
+def test_unknown_channel(impl: str) -> None:
+    with pytest.raises(ValueError, match="channel"):
+        TextLoopDetector(implementation=impl).feed("x", "answer")
+
+
+def test_lone_surrogates_nul_and_empty_deltas(impl: str) -> None:
+    unit = "\ud800x\x00y\udfff" + letters(25, "abcdefgh", 1)
+    text = noise_cjk(500, 1) + unit * 40
+    det = TextLoopDetector("rescue", implementation=impl)
+    found = []
+    for i in range(0, len(text), 7):
+        found += det.feed("")
+        found += det.feed(text[i:i + 7])
+    found += det.finish()
+    assert [(d.kind, d.start, d.cut, d.evidence["period"]) for d in found] == [("cycle", 500, 530, 30)]
+
+
+def test_ten_megabyte_delta() -> None:
+    # the live implementation (the compiled core in CI); the reference is quadratic by design
+    text = noise_cjk(9_999_000, 2) + LOOP * 16
+    det = TextLoopDetector("default")
+    got = det.feed(text, "reasoning") + det.finish()
+    assert det.length("reasoning") == len(text) == 9_999_000 + 65 * 16
+    cycle = [d for d in got if d.kind == "cycle"]
+    assert [(d.start, d.cut, d.evidence["period"]) for d in cycle] == [(9_999_000, 9_999_065, 65)]
+    # the same text in small deltas gives the same detections
+    det2 = TextLoopDetector("default")
+    tail = text[-20_000:]
+    det2.feed(text[:-20_000], "reasoning")
+    got2 = [d for i in range(0, len(tail), 9) for d in det2.feed(tail[i:i + 9], "reasoning")] + det2.finish()
+    assert [d.to_dict() for d in got2] == [d.to_dict() for d in got]
+
+
+def test_finish_twice_and_feed_after_finish(impl: str) -> None:
+    det = TextLoopDetector(implementation=impl)
+    det.feed("hello")
+    assert det.finish() == []
+    with pytest.raises(RuntimeError):
+        det.finish()
+    with pytest.raises(RuntimeError):
+        det.feed("more")
+
+
+# ------------------------------------------------------ masking, watch
+def test_fenced_code_masked_on_text_not_reasoning(impl: str) -> None:
+    code = "```python\n" + "print('hello, world')  # same line\n" * 60 + "```\n"
+    text = "Here is the script:\n\n" + code + "It prints a greeting many times.\n"
+    assert detect(text, "rescue", impl, channel="text") == []
+    on_reasoning = detect(text, "rescue", impl, channel="reasoning")
+    assert [d["kind"] for d in on_reasoning] == ["cycle"]
+
+
+def test_positions_map_back_through_the_mask(impl: str) -> None:
+    code = "~~~~\n" + "x = compute(y)\n" * 50 + "```\n~~~~\n"  # ``` inside a ~~~~ fence
+    prefix = "Intro line.\n" + code
+    text = prefix + noise_cjk(300, 5) + LOOP * 12
+    found = detect(text, "rescue", impl, channel="text")
+    cycle = [d for d in found if d["kind"] == "cycle"]
+    assert len(cycle) == 1
+    start, cut = cycle[0]["start"], cycle[0]["cut"]
+    assert (start, cut - start) == (len(prefix) + 300, 65)
+    assert text[start:cut] == LOOP
+    assert cycle[0]["position"] <= len(text)
+
+
+def test_unclosed_fence_hides_the_rest(impl: str) -> None:
+    text = "Answer:\n```\n" + LOOP * 30
+    assert detect(text, "rescue", impl, channel="text") == []
+    assert detect(text, TextConfig("rescue", skip_code_blocks=False), impl, channel="text") != []
+
+
+def test_two_backticks_are_not_a_fence(impl: str) -> None:
+    text = "``\n" + LOOP * 12
+    found = detect(text, "rescue", impl, channel="text")
+    assert [(d["kind"], d["start"]) for d in found] == [("cycle", 3)]
+
+
+@pytest.mark.parametrize(("watch", "expect"), [("both", 2), ("reasoning", 1), ("text", 1)])
+def test_watch(impl: str, watch: str, expect: int) -> None:
+    det = TextLoopDetector(TextConfig("rescue", watch=watch), implementation=impl)
+    found = det.feed(LOOP * 12, "reasoning") + det.feed(LOOP * 12, "text") + det.finish()
+    assert len(found) == expect
+    if watch != "both":
+        assert {d.channel for d in found} == {watch}
+
+
+def test_channels_are_independent(impl: str) -> None:
+    det = TextLoopDetector("rescue", implementation=impl)
+    for _ in range(12):
+        det.feed(LOOP[:30], "reasoning")
+        det.feed(LOOP[30:], "text")
+    assert det.finish() == []
+    assert det.length("reasoning") == 360 and det.length("text") == 420
+
+
+def test_one_detection_per_episode_and_action(impl: str) -> None:
+    det = TextLoopDetector("fuse", implementation=impl)
+    det.feed(noise_cjk(2000, 1) + LOOP * 80, "text")
+    det.finish()
+    assert det.hits("text")["exact_tail"] > 5
+    assert [d.kind for d in det.detections].count("exact_tail") == 1
+    assert det.action_required("text")
+    calm = TextLoopDetector("fuse", implementation=impl)
+    calm.feed(noise_cjk(3000, 2))
+    assert not calm.action_required()
+
+
+def test_detection_to_dict_is_json_ready() -> None:
+    d = Detection("pool", "text", 200, 0, 0, {"coverage": 0.8, "phrases": ("Now.", "OK.")})
+    assert d.to_dict() == {
+        "kind": "pool", "channel": "text", "position": 200, "start": 0, "cut": 0,
+        "evidence": {"coverage": 0.8, "phrases": ["Now.", "OK."]},
+    }
+
+
+# ------------------------------------------------------ implementation
+def test_compiled_core_is_live_by_default() -> None:
+    if os.environ.get("LOOPCORE_IMPLEMENTATION") == "python":
+        pytest.skip("this run forces the reference")
+    assert loopcore.IMPLEMENTATION == "cython"
+    assert TextLoopDetector().implementation == "cython"
+
+
+@pytest.mark.parametrize(("value", "expect"), [("python", "python"), ("cython", "cython"), ("auto", "cython")])
+def test_environment_selects_the_implementation(value: str, expect: str) -> None:
+    env = dict(os.environ, LOOPCORE_IMPLEMENTATION=value)
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", "import loopcore; print(loopcore.IMPLEMENTATION)"],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    assert out.stdout.strip() == expect
+
+
+def test_bad_environment_value_is_an_error() -> None:
+    env = dict(os.environ, LOOPCORE_IMPLEMENTATION="rust")
+    out = subprocess.run([sys.executable, "-c", "import loopcore"], env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "LOOPCORE_IMPLEMENTATION='rust'" in out.stderr
+
+
+def test_both_implementations_share_the_api() -> None:
+    impls = loopcore.implementations()
+    names = {"feed", "finish", "length", "masked_length", "hits", "fuse_checkpoints", "finished", "memory_bytes"}
+    for module in impls.values():
+        assert names <= set(dir(module.ChannelStream))
+        assert module.KINDS == ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool")
+
+
+def test_public_names() -> None:
+    for name in ("TextConfig", "TextLoopDetector", "Detection", "scan_text", "ConfigError"):
+        assert name in loopguard.__all__ and hasattr(loopguard, name)
+
+
+# --------------------------------------------------------------- memory
+def test_memory_is_bounded_per_channel() -> None:
+    if "cython" not in loopcore.implementations():
+        pytest.skip("the compiled core is not built")
+    stream = loopcore.implementation("cython").ChannelStream(**TextConfig().stream_params("reasoning"))
+    before = stream.memory_bytes
+    text = noise_cjk(50_000, 3) + LOOP * 800
+    tracemalloc.start()
+    for _ in range(20):
+        stream.feed(text)
+    current, _peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert stream.memory_bytes == before  # fixed at construction (no offset breakpoints here)
+    assert current < 64 * 1024  # nothing kept per character on the Python heap
+    assert stream.length == 20 * len(text)

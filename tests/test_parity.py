@@ -1,0 +1,144 @@
+"""The compiled core gives exactly the reference's detections (SPEC §1).
+
+On every text case of ``../shared/data/cases`` for the seed profiles and
+``default``, whole and chunked; and on hypothesis-generated streams (ASCII, CJK,
+astral, mixtures, with injected verbatim loops and phrase pools) under any two
+chunkings.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, note, settings, strategies as st
+
+import loopcore
+from conftest import CASES, load_index
+from helpers import detect, random_cuts
+from loopguard import TextConfig
+
+pytestmark = pytest.mark.skipif(
+    "cython" not in loopcore.implementations(), reason="the compiled core is not built"
+)
+
+TEXT_CASES = [c for c in load_index() if c["kind"] == "text"]
+
+
+def _channel(case: dict) -> str:
+    return "reasoning" if case["channel"] == "reasoning" else "text"
+
+
+@pytest.mark.parametrize("profile", ["fuse", "rescue", "default"])
+@pytest.mark.parametrize("case", TEXT_CASES, ids=lambda c: c["file"][:3])
+def test_case_parity(case: dict, profile: str) -> None:
+    text = (CASES / case["file"]).read_text(encoding="utf-8")
+    channel = _channel(case)
+    reference = detect(text, profile, "python", channel=channel)
+    compiled = detect(text, profile, "cython", channel=channel)
+    assert compiled == reference
+    chunked = detect(text, profile, "cython", channel=channel, cuts=random_cuts(len(text), seed=len(text)))
+    assert chunked == reference
+
+
+# A small config: every window, ring and buffer boundary is crossed by short texts.
+TINY = TextConfig(
+    "default",
+    check_every=7,
+    min_chars=40,
+    window=40,
+    history=90,
+    lowdiv_window=60,
+    ngram=3,
+    lowdiv_max_unique=12,
+    lowdiv_min_repeat=4,
+    slide_window=20,
+    slide_step=6,
+    slide_max_unique=8,
+    slide_min_repeat=2,
+    cycle_min_period=2,
+    cycle_max_period=60,
+    cycle_min_copies=2,
+    cycle_min_chars=12,
+    cycle_scan_chars=150,
+    pool_window=6,
+    pool_max_phrase_chars=10,
+    pool_min_occurrences=2,
+)
+
+ALPHABETS = {
+    "ascii": st.sampled_from(list("abcde fghij.!?,\n") + ["```", "~~~", "- ", "1. ", "| ", "> "]),
+    "cjk": st.sampled_from(list("的一是不了人我在有他这。！？，\n") + ["```\n"]),
+    "astral": st.sampled_from(["😀", "🎉", "𝔘", "𠀋", " ", ". ", "\n", "\ud800", "\x00"]),
+}
+
+
+@st.composite
+def streams(draw: st.DrawFn, max_period: int = 300) -> str:
+    """Random text with optional injected verbatim loops and phrase pools."""
+    kinds = draw(st.lists(st.sampled_from(sorted(ALPHABETS)), min_size=1, max_size=3, unique=True))
+    pieces = st.one_of(*(ALPHABETS[k] for k in kinds))
+    parts = draw(st.lists(pieces, max_size=120))
+    text = "".join(parts)
+    if draw(st.booleans()):
+        unit = "".join(draw(st.lists(pieces, min_size=1, max_size=max(1, max_period // 2))))[:max_period]
+        copies = draw(st.integers(2, 12))
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + unit * copies + text[at:]
+    if draw(st.booleans()):
+        pool = draw(st.lists(st.sampled_from(["Now.", "OK.", "Wait.", "继续。", "好的。", "Hmm?", "Emit!"]),
+                             min_size=1, max_size=4, unique=True))
+        rotation = draw(st.lists(st.sampled_from(pool), min_size=5, max_size=60))
+        sep = draw(st.sampled_from([" ", "\n", "", "  "]))
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + sep.join(rotation) + " " + text[at:]
+    return text
+
+
+@st.composite
+def chunkings(draw: st.DrawFn, text: str) -> list[int]:
+    if not text:
+        return []
+    return sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=40)))
+
+
+@given(data=st.data())
+def test_parity_tiny_config(data: st.DataObject) -> None:
+    text = data.draw(streams(max_period=80))
+    channel = data.draw(st.sampled_from(["text", "reasoning"]))
+    cuts_a = data.draw(chunkings(text))
+    cuts_b = data.draw(chunkings(text))
+    note(f"len={len(text)}")
+    reference = detect(text, TINY, "python", channel=channel, cuts=cuts_a)
+    assert detect(text, TINY, "cython", channel=channel, cuts=cuts_b) == reference
+    assert detect(text, TINY, "cython", channel=channel) == reference
+
+
+@given(data=st.data())
+@settings(max_examples=25)
+def test_parity_default_profiles(data: st.DataObject) -> None:
+    text = data.draw(streams(max_period=600))
+    text = text * data.draw(st.integers(1, 6))  # long enough for the 2,000-character gates
+    profile = data.draw(st.sampled_from(["fuse", "rescue", "default"]))
+    channel = data.draw(st.sampled_from(["text", "reasoning"]))
+    reference = detect(text, profile, "python", channel=channel)
+    assert detect(text, profile, "cython", channel=channel, cuts=data.draw(chunkings(text))) == reference
+
+
+@given(
+    period=st.integers(1, 5000),
+    seed=st.integers(0, 2**16),
+    alphabet=st.sampled_from(["ascii", "cjk", "astral"]),
+    noise=st.integers(0, 3000),
+)
+@settings(max_examples=8)
+def test_parity_long_periods(period: int, seed: int, alphabet: str, noise: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    pool = {"ascii": "abcdefghij klmnop.,", "cjk": "的一是不了人我在有他这。", "astral": "😀🎉𝔘𠀋 ."}[alphabet]
+    unit = "".join(rng.choice(pool) for _ in range(period))
+    prefix = "".join(rng.choice(pool) for _ in range(noise))
+    copies = max(2, min(4, 16000 // period))
+    text = prefix + unit * copies
+    reference = detect(text, "default", "python", channel="reasoning")
+    cuts = random_cuts(len(text), seed, mean=50)
+    assert detect(text, "default", "cython", channel="reasoning", cuts=cuts) == reference
