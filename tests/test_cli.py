@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data"
 REAL = DATA / "real"
 EXAMPLE = ROOT / "examples" / "agent-loop.jsonl"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA}")
 
 EPS_ACTION = "submit flag{People always make the best exploits.}\n"
 CLAUDE_LOGS = [
@@ -47,7 +46,6 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int
 # --------------------------------------------------------------------------- SWE-agent
 
 
-@needs_data
 def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[str]) -> None:
     path = REAL / "swe-agent" / "eps.traj"
     code, out, err = run(capsys, "scan", path)
@@ -62,7 +60,6 @@ def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[s
     assert "flag{" not in out  # the action (tool arguments) is never printed
 
 
-@needs_data
 def test_eps_traj_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = REAL / "swe-agent" / "eps.traj"
     code, objects, _ = run_json(capsys, path)
@@ -91,7 +88,6 @@ def test_eps_traj_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert steps[8]["action"] != EPS_ACTION and steps[13]["action"] != EPS_ACTION
 
 
-@needs_data
 def test_other_trajectories_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     names = ["BabyEncryption.traj", "marshmallow-code__marshmallow-1867.traj", "pydicom__pydicom-1458.traj"]
     code, objects, err = run_json(capsys, *(REAL / "swe-agent" / n for n in names))
@@ -102,7 +98,6 @@ def test_other_trajectories_are_clean(capsys: pytest.CaptureFixture[str]) -> Non
     assert (edit["tool"], edit["calls"], edit["results_identical"], edit["loop"]) == ("edit", [6, 7], True, False)
 
 
-@needs_data
 def test_claude_code_logs_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     paths = [REAL / "claude-code" / n for n in CLAUDE_LOGS]
     code, objects, err = run_json(capsys, *paths)
@@ -124,7 +119,6 @@ EXACT_LOOP_STARTS = {
 }
 
 
-@needs_data
 def test_reasoning_dir_json_per_record(capsys: pytest.CaptureFixture[str]) -> None:
     code, objects, err = run_json(capsys, REASONING)
     assert code == 1 and err == ""
@@ -144,13 +138,13 @@ def test_reasoning_dir_json_per_record(capsys: pytest.CaptureFixture[str]) -> No
     assert records_seen == 28
 
 
-@needs_data
 def test_reasoning_dir_rescue_profile_finds_every_exact_loop_start(capsys: pytest.CaptureFixture[str]) -> None:
     code, objects, _ = run_json(capsys, "--profile", "rescue", REASONING)
     assert code == 1
     for obj in objects[1:]:
         name = Path(obj["path"]).name
-        records = {n: json.loads(l) for n, l in enumerate(Path(obj["path"]).read_text(encoding="utf-8").splitlines(), 1)}
+        lines = Path(obj["path"]).read_text(encoding="utf-8").splitlines()
+        records = {number: json.loads(line) for number, line in enumerate(lines, 1)}
         cycles = {(x["where"]["line"], x["start"]) for x in obj["loops"] if x["kind"] == "cycle"}
         for line, start in EXACT_LOOP_STARTS[name].items():
             assert (line, start) in cycles, (name, line)
@@ -163,13 +157,18 @@ def test_dataset_field_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     looping = "Wait, let me recheck the sum. " * 40
     path = tmp_path / "gen.jsonl"
     path.write_text(
-        json.dumps({"id": "a", "answer": "fine", "generation": looping}) + "\n"
-        + json.dumps({"id": "b", "answer": looping, "generation": "fine"}) + "\n",
+        json.dumps({"id": "a", "answer": "fine", "generation": looping})
+        + "\n"
+        + json.dumps({"id": "b", "answer": looping, "generation": "fine"})
+        + "\n",
         encoding="utf-8",
     )
     for field, line, id_ in (("generation", 1, "a"), ("answer", 2, "b")):
         code, objects, _ = run_json(capsys, "--profile", "rescue", "--field", field, path)
-        expected = [{**d.to_dict(), "where": {"line": line, "id": id_}} for d in loopguard.scan_text(looping, "reasoning", "rescue")]
+        expected = [
+            {**d.to_dict(), "where": {"line": line, "id": id_}}
+            for d in loopguard.scan_text(looping, "reasoning", "rescue")
+        ]
         assert (code, objects[0]["format"], objects[0]["loops"]) == (1, "dataset", expected)
         assert len(expected) == 1
 
@@ -184,7 +183,10 @@ def test_example_transcript(capsys: pytest.CaptureFixture[str]) -> None:
     for profile in ("default", "rescue"):
         code, objects, _ = run_json(capsys, "--profile", profile, EXAMPLE)
         (obj,) = objects
-        expected = [{**d.to_dict(), "where": {"message": 1, "line": 2}} for d in loopguard.scan_text(reasoning, "reasoning", profile)]
+        expected = [
+            {**d.to_dict(), "where": {"message": 1, "line": 2}}
+            for d in loopguard.scan_text(reasoning, "reasoning", profile)
+        ]
         assert code == 1 and obj["format"] == "chat"
         assert obj["loops"] == expected and len(expected) >= 1
         assert all(x["channel"] == "reasoning" for x in obj["loops"])
@@ -206,7 +208,10 @@ def test_example_transcript(capsys: pytest.CaptureFixture[str]) -> None:
     assert any(line.startswith("  LOOP    message 1, line 2 · reasoning · cycle · ") for line in lines)
     assert any("would cut at" in line for line in lines)
     prefix = call_hash("grep", {"path": "src/", "pattern": "SESSION_TIMEOUT"})[:12]
-    assert f"  LOOP    tool run: grep ×4 · calls 0–3 · messages 1–7, lines 2–8 · hash {prefix} · results identical" in lines
+    assert (
+        f"  LOOP    tool run: grep ×4 · calls 0–3 · messages 1–7, lines 2–8 · hash {prefix} · results identical"
+        in lines
+    )
 
 
 def test_human_output_shows_kind_offsets_excerpt_and_cut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -241,7 +246,8 @@ def test_tool_arguments_and_results_never_printed(tmp_path: Path, capsys: pytest
         assert code == 1
         assert secret not in out and secret not in err
     code, out, _ = run(capsys, "scan", path)
-    assert f"  LOOP    tool run: http ×3 · calls 0–2 · hash {call_hash('http', {'token': secret})[:12]} · results identical" in out
+    prefix = call_hash("http", {"token": secret})[:12]
+    assert f"  LOOP    tool run: http ×3 · calls 0–2 · hash {prefix} · results identical" in out
 
 
 # --------------------------------------------------------------------------- clean files, --all, exit codes
@@ -263,7 +269,10 @@ def test_all_lists_clean_files_and_empty_files_are_clean(tmp_path: Path, capsys:
 
 def test_two_identical_calls_are_a_finding_but_exit_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "calls.json"
-    path.write_text(json.dumps([{"tool": "ls", "args": {}, "result": "a"}, {"tool": "ls", "args": {}, "result": "b"}]), encoding="utf-8")
+    path.write_text(
+        json.dumps([{"tool": "ls", "args": {}, "result": "a"}, {"tool": "ls", "args": {}, "result": "b"}]),
+        encoding="utf-8",
+    )
     code, objects, _ = run_json(capsys, path)
     assert code == 0
     assert [(f["count"], f["results_identical"], f["loop"]) for f in objects[0]["tool_findings"]] == [(2, False, False)]
@@ -298,7 +307,14 @@ def test_bad_input_exit_2_names_file_and_line(tmp_path: Path, capsys: pytest.Cap
         code, objects, err = run_json(capsys, path)
         assert code == 2 and err.startswith(f"loopguard: error: {path}:{line}: ")
         assert objects == [
-            {"path": str(path), "format": None, "loops": [], "tool_findings": [], "error": err.strip()[len("loopguard: error: "):], "line": line}
+            {
+                "path": str(path),
+                "format": None,
+                "loops": [],
+                "tool_findings": [],
+                "error": err.strip()[len("loopguard: error: ") :],
+                "line": line,
+            }
         ]
         path.unlink()
 
@@ -314,7 +330,11 @@ def test_directory_with_one_bad_and_one_good_looping_file(tmp_path: Path, capsys
     (tmp_path / "b-bad.jsonl").write_text('{"role": "user", "content": "x"}\n{broken\n', encoding="utf-8")
     code, out, err = run(capsys, "scan", tmp_path)
     assert code == 2  # 2 wins over 1
-    assert err == f"loopguard: error: {tmp_path / 'b-bad.jsonl'}:2: invalid JSON: Expecting property name enclosed in double quotes (column 2)\n"
+    bad = tmp_path / "b-bad.jsonl"
+    assert (
+        err
+        == f"loopguard: error: {bad}:2: invalid JSON: Expecting property name enclosed in double quotes (column 2)\n"
+    )
     assert out.splitlines()[0] == f"{tmp_path / 'a-good.jsonl'} [chat]: loops found"
     assert "tool run: grep ×4" in out
     assert out.splitlines()[-1] == "scanned 2 files: 1 with loops, 0 without, 1 unreadable"
@@ -358,7 +378,9 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     env = dict(os.environ)
     if not script:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
-    done = subprocess.run([*cmd, "scan", "--json", str(EXAMPLE)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [*cmd, "scan", "--json", str(EXAMPLE)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert done.returncode == 1, done.stderr
     (obj,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert (obj["format"], [f["count"] for f in obj["tool_findings"]]) == ("chat", [4])

@@ -289,3 +289,22 @@ def test_pool_long_sentences_are_never_phrases(impl: str) -> None:
     long = "This sentence is a good deal longer than forty-eight characters."
     assert len(long) > 48
     assert detect(_sentences([long, "Now."] * 20), P_ONLY, impl) == []
+
+
+def test_pool_coverage_is_inclusive(impl: str) -> None:
+    # pool_window=4: 3 phrases of 4 is exactly 0.75 -> holds (>=)
+    cfg = P_ONLY.replace(pool_window=4, pool_min_occurrences=1, pool_max_phrase_chars=12)
+    text = _sentences([FILLERS[0], "Now.", "Wait.", "Now."])
+    assert [(f["cut"], f["evidence"]["coverage"]) for f in detect(text, cfg, impl)] == [
+        (text.index("Now."), 0.75)
+    ]
+    text = _sentences([FILLERS[0], FILLERS[1], "Wait.", "Now."])
+    assert detect(text, cfg, impl) == []
+
+
+@pytest.mark.parametrize(("number", "counted"), [("123456789", False), ("1234567890", True)])
+def test_pool_numbered_list_marker_has_at_most_nine_digits(impl: str, number: str, counted: bool) -> None:
+    lines = "".join(f"{number}. {p}\n" for p in ["Now.", "Wait."] * 20)
+    found = detect(lines, P_ONLY, impl)
+    # counted lines split into "<number>." and the phrase; the numbers are phrases too
+    assert bool(found) is counted

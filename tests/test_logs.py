@@ -19,7 +19,6 @@ from loopguard.toolruns import call_hash, find_runs, hash_prefix
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 REAL = DATA / "real"
 CASES = DATA / "cases"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA}")
 
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
@@ -86,6 +85,9 @@ def test_find_runs_reports_runs_of_two_or_more_with_loop_flag_and_results() -> N
     # same result text but a different error flag is a different result
     assert find_runs(calls[7:9])[0].results_identical is False
     assert find_runs(calls, min_count=3, max_repeats=4)[0].loop is False
+    # three identical calls whose results change (polling with progress) are not a loop
+    polling = [ToolCall("status", {}, f"{i}/3 ready", where={"call": i}) for i in range(3)]
+    assert [(r.count, r.results_identical, r.loop) for r in find_runs(polling)] == [(3, False, False)]
     assert find_runs([]) == []
 
 
@@ -98,7 +100,6 @@ TOOL_CASE_RUNS = {  # file -> [(tool, first call, last call, results identical)]
 }
 
 
-@needs_data
 def test_runs_in_every_tool_call_case() -> None:
     files = sorted(CASES.glob("*_tool-*.json"))
     assert len(files) == 15
@@ -114,7 +115,6 @@ def test_runs_in_every_tool_call_case() -> None:
 # --------------------------------------------------------------------------- SWE-agent
 
 
-@needs_data
 def test_swe_agent_eps_steps_and_actions() -> None:
     log = read_log(REAL / "swe-agent" / "eps.traj")
     doc = json.loads((REAL / "swe-agent" / "eps.traj").read_text(encoding="utf-8"))
@@ -131,7 +131,6 @@ def test_swe_agent_eps_steps_and_actions() -> None:
     assert run.where == ({"step": 9}, {"step": 10}, {"step": 11}, {"step": 12})
 
 
-@needs_data
 @pytest.mark.parametrize(
     ("name", "steps", "runs"),
     [
@@ -152,14 +151,19 @@ def test_swe_agent_other_trajectories(name: str, steps: int, runs: list[tuple[st
 # --------------------------------------------------------------------------- Claude Code
 
 CLAUDE_STATS = {  # from data/real/claude-code/README.md: message ids, tool_use, is_error, text chars
-    "citation-check-229ca9.jsonl": (16, 37, 4, 3309, {"WebFetch": 31, "TodoWrite": 3, "Read": 1, "Skill": 1, "Write": 1}),
+    "citation-check-229ca9.jsonl": (
+        16,
+        37,
+        4,
+        3309,
+        {"WebFetch": 31, "TodoWrite": 3, "Read": 1, "Skill": 1, "Write": 1},
+    ),
     "azure-bgp-oscillation-route-le-15be2a.jsonl": (7, 10, 0, 2485, {"TodoWrite": 4, "Read": 4, "Bash": 1, "Write": 1}),
     "econ-detrending-correlation-10b28d.jsonl": (15, 14, 1, 2381, {"Bash": 11, "TodoWrite": 2, "Skill": 1}),
     "dapt-intrusion-detection-b9ccb2.jsonl": (10, 9, 2, 2294, {"Bash": 5, "Skill": 2, "Read": 2}),
 }
 
 
-@needs_data
 @pytest.mark.parametrize("name", sorted(CLAUDE_STATS))
 def test_claude_code_groups_blocks_by_message_id(name: str) -> None:
     messages, tool_uses, errors, text_chars, names = CLAUDE_STATS[name]
@@ -182,7 +186,6 @@ def test_claude_code_groups_blocks_by_message_id(name: str) -> None:
     assert find_runs(calls) == []  # longest identical run is 1
 
 
-@needs_data
 def test_claude_code_log_saved_as_txt_is_detected_from_content(tmp_path: Path) -> None:
     copy = tmp_path / "claude-code.txt"  # the name the logs had upstream
     shutil.copyfile(REAL / "claude-code" / "azure-bgp-oscillation-route-le-15be2a.jsonl", copy)
@@ -194,13 +197,41 @@ def test_claude_code_log_saved_as_txt_is_detected_from_content(tmp_path: Path) -
 def test_claude_code_thinking_text_tool_use_and_subagents(tmp_path: Path) -> None:
     lines = [
         {"type": "system", "subtype": "init", "session_id": "s"},
-        {"type": "assistant", "message": {"id": "m1", "content": [{"type": "thinking", "thinking": "Hmm. "}]}, "parent_tool_use_id": None},
-        {"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "A"}]}, "parent_tool_use_id": None},
-        {"type": "assistant", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"c": 1}}]}, "parent_tool_use_id": None},
-        {"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "B"}]}, "parent_tool_use_id": None},
-        {"type": "assistant", "message": {"id": "s1", "content": [{"type": "tool_use", "id": "t2", "name": "Grep", "input": {}}]}, "parent_tool_use_id": "t1"},
-        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "x"}]}]}},
-        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "out", "is_error": True}]}},
+        {
+            "type": "assistant",
+            "message": {"id": "m1", "content": [{"type": "thinking", "thinking": "Hmm. "}]},
+            "parent_tool_use_id": None,
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "m1", "content": [{"type": "text", "text": "A"}]},
+            "parent_tool_use_id": None,
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"c": 1}}]},
+            "parent_tool_use_id": None,
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "m1", "content": [{"type": "text", "text": "B"}]},
+            "parent_tool_use_id": None,
+        },
+        {
+            "type": "assistant",
+            "message": {"id": "s1", "content": [{"type": "tool_use", "id": "t2", "name": "Grep", "input": {}}]},
+            "parent_tool_use_id": "t1",
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [{"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "x"}]}]
+            },
+        },
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "out", "is_error": True}]},
+        },
         {"type": "result", "subtype": "success", "result": "AB"},
     ]
     log = read_log(write_jsonl(tmp_path / "s.jsonl", lines))
@@ -230,7 +261,12 @@ def test_chat_one_message_per_line(tmp_path: Path) -> None:
         },
         {"role": "tool", "tool_call_id": "c2", "content": "files"},
         {"role": "tool", "tool_call_id": "c1", "content": "match"},
-        {"role": "assistant", "reasoning": "again", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "grep", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "reasoning": "again",
+            "content": None,
+            "tool_calls": [{"id": "c1", "function": {"name": "grep", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "second"},  # a reused id answers the open call
         {"role": "assistant", "content": "bye", "function_call": {"name": "legacy", "arguments": "{}"}},
         {"role": "function", "name": "legacy", "content": "done"},
@@ -249,15 +285,32 @@ def test_chat_one_message_per_line(tmp_path: Path) -> None:
     assert (third.text, third.tool_calls[0].name, third.tool_calls[0].result) == ("bye", "legacy", "done")
 
 
+def test_chat_content_parts_with_thinking_go_to_reasoning(tmp_path: Path) -> None:
+    content = [{"type": "thinking", "thinking": "plan. "}, {"type": "text", "text": "answer"}]
+    path = write_jsonl(tmp_path / "c.jsonl", [{"role": "assistant", "reasoning_content": "rc. ", "content": content}])
+    (message,) = read_log(path).conversations[0].messages
+    assert (message.reasoning, message.text) == ("rc. plan. ", "answer")
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"role": "assistant", "content": 42}])
+    with pytest.raises(InputError, match="content must be a string or a list of parts, not int") as info:
+        read_log(bad)
+    assert info.value.line == 1
+
+
 def test_chat_records_with_messages(tmp_path: Path) -> None:
     rec = {
         "id": "r1",
         "messages": [
             {"role": "user", "content": "q"},
-            {"role": "assistant", "content": "a", "tool_calls": [{"id": "x", "function": {"name": "t", "arguments": "{}"}}]},
+            {
+                "role": "assistant",
+                "content": "a",
+                "tool_calls": [{"id": "x", "function": {"name": "t", "arguments": "{}"}}],
+            },
         ],
     }
-    log = read_log(write_jsonl(tmp_path / "records.jsonl", [rec, {"messages": [{"role": "assistant", "content": "b"}]}]))
+    log = read_log(
+        write_jsonl(tmp_path / "records.jsonl", [rec, {"messages": [{"role": "assistant", "content": "b"}]}])
+    )
     assert log.format == "chat-records"
     one, two = log.conversations
     assert one.where == {"line": 1, "id": "r1"}
@@ -268,7 +321,9 @@ def test_chat_records_with_messages(tmp_path: Path) -> None:
 
 def test_json_array_of_chat_messages(tmp_path: Path) -> None:
     path = tmp_path / "chat.json"
-    path.write_text(json.dumps([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]), encoding="utf-8")
+    path.write_text(
+        json.dumps([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]), encoding="utf-8"
+    )
     log = read_log(path)
     assert (log.format, log.conversations[0].messages[0].where) == ("chat", {"message": 1})
 
@@ -282,7 +337,6 @@ REASONING_FILES = {
 }
 
 
-@needs_data
 @pytest.mark.parametrize("name", sorted(REASONING_FILES))
 def test_dataset_records_by_line_and_id(name: str) -> None:
     path = REAL / "reasoning" / name
@@ -290,14 +344,16 @@ def test_dataset_records_by_line_and_id(name: str) -> None:
     log = read_log(path)
     assert log.format == "dataset"
     assert len(log.conversations) == REASONING_FILES[name] == len(records)
-    for number, (conversation, record) in enumerate(zip(log.conversations, records), 1):
+    for number, (conversation, record) in enumerate(zip(log.conversations, records, strict=True), 1):
         assert conversation.where == {"line": number, "id": record["id"]}
         (message,) = conversation.messages
         assert (message.reasoning, message.text, message.tool_calls) == (record["text"], "", [])
 
 
 def test_dataset_field_choice_and_errors(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "d.jsonl", [{"answer": "x", "output": "o1"}, {"output": None}, {"answer": "y", "output": "o3"}])
+    path = write_jsonl(
+        tmp_path / "d.jsonl", [{"answer": "x", "output": "o1"}, {"output": None}, {"answer": "y", "output": "o3"}]
+    )
     log = read_log(path)
     assert log.format == "dataset"
     assert [(c.where, c.messages[0].reasoning) for c in log.conversations] == [({"line": 1}, "o1"), ({"line": 3}, "o3")]
@@ -381,7 +437,6 @@ def test_binary_files_are_unknown_format(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- compression
 
 
-@needs_data
 def test_gzip_and_zstd_read_like_the_plain_file(tmp_path: Path) -> None:
     source = REAL / "swe-agent" / "eps.traj"
     data = source.read_bytes()

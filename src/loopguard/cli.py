@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -343,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--field",
         metavar="NAME",
-        help=f"dataset JSON Lines: the string field holding the model output (default: first of {', '.join(DATASET_FIELDS)})",
+        help="dataset JSON Lines: the string field holding the model output "
+        f"(default: first of {', '.join(DATASET_FIELDS)})",
     )
     scan.set_defaults(run=_scan_command)
     return parser
@@ -392,8 +394,12 @@ def _scan_command(args: argparse.Namespace) -> int:
     _write(deferred)
     if not args.json:
         n = len(targets)
-        _write([f"scanned {n} file{'s' if n != 1 else ''}: {counts['loops']} with loops, "
-                f"{counts['clean']} without, {counts['unreadable']} unreadable"])
+        _write(
+            [
+                f"scanned {n} file{'s' if n != 1 else ''}: {counts['loops']} with loops, "
+                f"{counts['clean']} without, {counts['unreadable']} unreadable"
+            ]
+        )
     return status
 
 
@@ -427,7 +433,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except BrokenPipeError:  # e.g. `loopguard scan DIR | head`: stop quietly
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

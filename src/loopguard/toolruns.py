@@ -3,7 +3,9 @@
 Two calls are identical when their :func:`call_hash` is equal (same tool,
 same arguments).  A run of two or more is a *finding*; a run of
 ``max_repeats`` (default 3, the seed loop brake's default: the brake denies
-the call whose streak reaches 3) or more is a *loop*.  Findings carry the tool
+the call whose streak reaches 3) or more is a *loop* unless its results
+change (polling that makes progress is not a loop; unlogged results count as
+unchanged).  Findings carry the tool
 name, the call indices, a 12-hex hash prefix and whether every result was
 identical too -- never the arguments or results, which may hold secrets.
 """
@@ -74,11 +76,16 @@ def hash_prefix(digest: str) -> str:
 class CallLike(Protocol):
     """What :func:`find_runs` needs of a call (e.g. :class:`loopguard.logs.ToolCall`)."""
 
-    name: str
-    args: Any
-    result: Any
-    error: bool
-    where: dict[str, Any]
+    @property
+    def name(self) -> str: ...
+    @property
+    def args(self) -> Any: ...
+    @property
+    def result(self) -> Any: ...
+    @property
+    def error(self) -> bool: ...
+    @property
+    def where(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -117,8 +124,8 @@ class ToolRun:
 
     @property
     def loop(self) -> bool:
-        """Whether the run is a loop (``count >= max_repeats``)."""
-        return self.count >= self.max_repeats
+        """Whether the run is a loop: ``count >= max_repeats`` and results not seen to change."""
+        return self.count >= self.max_repeats and self.results_identical is not False
 
     @property
     def hash_prefix(self) -> str:

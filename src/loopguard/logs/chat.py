@@ -17,6 +17,7 @@ that hold a message (lines without ``role`` are skipped as metadata).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,7 +113,9 @@ def read_chat_records(records: Records, path: str) -> list[Conversation]:
     return conversations
 
 
-def _read_messages(entries: list[tuple[int, int | None, dict[str, Any]]], base: dict[str, Any], path: str) -> list[Message]:
+def _read_messages(
+    entries: Sequence[tuple[int, int | None, dict[str, Any]]], base: dict[str, Any], path: str
+) -> list[Message]:
     builders: list[_Builder] = []
     open_calls: list[_Pending] = []
     for index, line, record in entries:
@@ -126,9 +129,9 @@ def _read_messages(entries: list[tuple[int, int | None, dict[str, Any]]], base: 
             builders.append(builder)
             open_calls += builder.calls
         elif role == "tool":
-            _answer(open_calls, record, lambda p: not p.legacy and p.call_id == record.get("tool_call_id"))
+            _answer(open_calls, record, legacy=False, key=record.get("tool_call_id"))
         elif role == "function":
-            _answer(open_calls, record, lambda p: p.legacy and p.name == record.get("name"))
+            _answer(open_calls, record, legacy=True, key=record.get("name"))
     for builder in builders:
         builder.message.tool_calls = [pending.freeze() for pending in builder.calls]
     return [builder.message for builder in builders]
@@ -151,7 +154,7 @@ def _assistant(record: dict[str, Any], where: dict[str, Any], path: str, line: i
     for j, call in enumerate(tool_calls):
         if not isinstance(call, dict):
             raise InputError(f"tool_calls[{j}] must be an object", path=path, line=line)
-        function = call.get("function") if isinstance(call.get("function"), dict) else call
+        function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
         name = require_str(function.get("name"), what=f"tool_calls[{j}].function.name", path=path, line=line)
         args = function.get("arguments", function.get("args"))
         builder.calls.append(_Pending(name, args, {**where, "call": j}, call.get("id")))
@@ -163,9 +166,10 @@ def _assistant(record: dict[str, Any], where: dict[str, Any], path: str, line: i
     return builder
 
 
-def _answer(open_calls: list[_Pending], record: dict[str, Any], matches: Any) -> None:
+def _answer(open_calls: list[_Pending], record: dict[str, Any], *, legacy: bool, key: Any) -> None:
+    """Give ``record``'s content to the first open call it answers (by call id, or by name for legacy calls)."""
     for i, pending in enumerate(open_calls):
-        if matches(pending):
+        if pending.legacy == legacy and (pending.name if legacy else pending.call_id) == key:
             content = record.get("content")
             pending.result = "" if content is None else content  # answered, even if empty
             pending.error = bool(record.get("is_error", False))

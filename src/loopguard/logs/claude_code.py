@@ -95,7 +95,9 @@ def _add_blocks(builder: _Builder, content: Any, path: str, line: int | None) ->
     if content is None:
         return
     if not isinstance(content, list):
-        raise InputError(f"message.content must be a list of blocks, not {type(content).__name__}", path=path, line=line)
+        raise InputError(
+            f"message.content must be a list of blocks, not {type(content).__name__}", path=path, line=line
+        )
     for block in content:
         if not isinstance(block, dict):
             continue

@@ -127,7 +127,11 @@ def compression_of(path: str | Path) -> str | None:
         return "zstd"
     named = _COMPRESSED_SUFFIXES.get(Path(path).suffix.lower())
     if named is not None and head:  # an empty file is empty, whatever its name
-        raise InputError(f"corrupt {named} data: the file is named {Path(path).suffix} but lacks the {named} magic bytes", path=str(path), line=1)
+        raise InputError(
+            f"corrupt {named} data: the file is named {Path(path).suffix} but lacks the {named} magic bytes",
+            path=str(path),
+            line=1,
+        )
     return None
 
 
@@ -199,7 +203,9 @@ def read_text(path: str | Path) -> str:
         if nul < 0 or exc.start < nul:  # report whichever comes first
             line = data.count(b"\n", 0, exc.start) + 1
             raise InputError(
-                f"unknown format: not UTF-8 text (byte 0x{data[exc.start]:02x}); binary file?", path=str(path), line=line
+                f"unknown format: not UTF-8 text (byte 0x{data[exc.start]:02x}); binary file?",
+                path=str(path),
+                line=line,
             ) from None
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1

@@ -1,0 +1,79 @@
+"""Throughput of the text detectors: compiled core vs the literal reference.
+
+Run: ``pytest benchmarks --benchmark-only --benchmark-disable-gc --benchmark-json=bench.json``
+then ``python benchmarks/report.py bench.json``.  Every stream is fed to a new
+detector with the profile under test; detectors keep running after a detection
+(sustained cost).  Groups: ``bulk`` (one ``feed`` of the whole stream),
+``delta4`` (4-character deltas), ``flat`` (100k vs 1M characters, compiled).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import loopcore
+from conftest import pieces, stream
+from loopguard import TextConfig
+
+COMPILED = "cython" in loopcore.implementations()
+needs_core = pytest.mark.skipif(not COMPILED, reason="the compiled core is not built")
+
+
+def _run_bulk(impl: str, profile: str, text: str) -> int:
+    s = loopcore.implementation(impl).ChannelStream(**TextConfig(profile).stream_params("reasoning"))
+    found = s.feed(text) + s.finish()
+    return len(found)
+
+
+def _run_deltas(impl: str, profile: str, parts: tuple[str, ...]) -> int:
+    s = loopcore.implementation(impl).ChannelStream(**TextConfig(profile).stream_params("reasoning"))
+    feed = s.feed
+    n = 0
+    for part in parts:
+        n += len(feed(part))
+    return n + len(s.finish())
+
+
+@needs_core
+@pytest.mark.benchmark(group="bulk")
+@pytest.mark.parametrize("name", ["en", "zh", "late"])
+@pytest.mark.parametrize("impl", ["cython", "python"])
+def test_bulk_100k(benchmark, impl: str, name: str) -> None:
+    text = stream(name, 100_000)
+    benchmark.extra_info.update(chars=len(text), impl=impl, stream=name, profile="default")
+    if impl == "python":
+        benchmark.pedantic(_run_bulk, args=(impl, "default", text), rounds=1, iterations=1)
+    else:
+        benchmark(_run_bulk, impl, "default", text)
+
+
+@needs_core
+@pytest.mark.benchmark(group="delta4")
+@pytest.mark.parametrize("name", ["en", "zh"])
+@pytest.mark.parametrize("impl", ["cython", "python"])
+def test_delta4_100k(benchmark, impl: str, name: str) -> None:
+    parts = pieces(name, 100_000, 4)
+    benchmark.extra_info.update(chars=100_000, deltas=len(parts), impl=impl, stream=name, profile="default")
+    if impl == "python":
+        benchmark.pedantic(_run_deltas, args=(impl, "default", parts), rounds=1, iterations=1)
+    else:
+        benchmark(_run_deltas, impl, "default", parts)
+
+
+@needs_core
+@pytest.mark.benchmark(group="flat")
+@pytest.mark.parametrize("size", [100_000, 1_000_000])
+@pytest.mark.parametrize("name", ["en", "late"])
+def test_flat_cost_per_char(benchmark, name: str, size: int) -> None:
+    text = stream(name, size)
+    benchmark.extra_info.update(chars=size, impl="cython", stream=name, profile="default")
+    benchmark(_run_bulk, "cython", "default", text)
+
+
+@needs_core
+@pytest.mark.benchmark(group="profiles")
+@pytest.mark.parametrize("profile", ["fuse", "rescue", "default"])
+def test_profiles_en_1m(benchmark, profile: str) -> None:
+    text = stream("en", 1_000_000)
+    benchmark.extra_info.update(chars=len(text), impl="cython", stream="en", profile=profile)
+    benchmark(_run_bulk, "cython", profile, text)
