@@ -24,7 +24,7 @@ chunking (the test-suite proves it on fixtures and hypothesis streams).
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t, uint8_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memmove, memset
 cimport cython
 
@@ -218,12 +218,13 @@ cdef class ChannelStream:
     cdef uint32_t ds_gen
     cdef Py_ssize_t ds_mask
     cdef uint64_t* ng_keys
-    cdef uint32_t* ng_count
-    cdef uint32_t* ng_stamp
-    cdef uint32_t ng_gen
+    cdef uint16_t* ng_count
+    cdef uint16_t* ng_stamp
+    cdef uint16_t ng_gen
     cdef Py_ssize_t ng_mask
     cdef uint64_t ng_pow
     cdef int32_t* zbuf
+    cdef Py_ssize_t lazy_bytes  # scratch allocated on first need (n-gram table, Z array)
     cdef uint16_t lw_small[256]  # counts of code points < 256 in the L window
     cdef Py_ssize_t lw_distinct, lw_big  # distinct small code points; code points >= 256
     # ---- episodes and events
@@ -359,13 +360,8 @@ cdef class ChannelStream:
             self.ds_stamp = <uint32_t*>self._alloc(size * sizeof(uint32_t))
             self.ds_mask = size - 1
             size = pow2_at_least(2 * grams + 2)
-            self.ng_keys = <uint64_t*>self._alloc(size * sizeof(uint64_t))
-            self.ng_count = <uint32_t*>self._alloc(size * sizeof(uint32_t))
-            self.ng_stamp = <uint32_t*>self._alloc(size * sizeof(uint32_t))
-            self.ng_mask = size - 1
+            self.ng_mask = size - 1  # the table itself is allocated on first need
             self.ng_pow = ipow(NGB, self.ngram)
-        if self.c_on:
-            self.zbuf = <int32_t*>self._alloc((self.cmax_p + 2) * sizeof(int32_t))
         slack = max(1024, keep // 3)
         self.keep = keep
         self.cap = keep + slack
@@ -403,10 +399,10 @@ cdef class ChannelStream:
         PyMem_Free(self.grp_free)
         PyMem_Free(self.ds_keys)
         PyMem_Free(self.ds_stamp)
-        PyMem_Free(self.ng_keys)
-        PyMem_Free(self.ng_count)
-        PyMem_Free(self.ng_stamp)
-        PyMem_Free(self.zbuf)
+        free(self.ng_keys)
+        free(self.ng_count)
+        free(self.ng_stamp)
+        free(self.zbuf)
 
     # ------------------------------------------------------------ Python API
     @property
@@ -436,8 +432,14 @@ cdef class ChannelStream:
 
     @property
     def memory_bytes(self):
-        """Bytes allocated for this stream (fixed at construction but for breakpoints)."""
-        return type(self).__basicsize__ + self.mem + 2 * (self.bp_cap - 16) * sizeof(int64_t)
+        """Bytes allocated for this stream.
+
+        Fixed at construction, plus scratch allocated once on first need (the
+        n-gram table of L/S when a low-diversity window appears, the Z array of
+        C when a cycle candidate appears) and the offset map of masked code.
+        """
+        return (type(self).__basicsize__ + self.mem + self.lazy_bytes
+                + 2 * (self.bp_cap - 16) * sizeof(int64_t))
 
     def feed(self, delta):
         """Append ``delta`` (a ``str``) and return the detections reported meanwhile.
@@ -853,12 +855,22 @@ cdef class ChannelStream:
         cdef Py_ssize_t k = self.ngram, i, a = <Py_ssize_t>(lo - self.base)
         cdef Py_ssize_t b = <Py_ssize_t>(hi - self.base), slot
         cdef uint64_t h = 0, key
-        cdef uint32_t gen, top = 0, cnt
+        cdef uint16_t gen
+        cdef uint32_t top = 0, cnt
+        cdef size_t slots = self.ng_mask + 1
         if b - a < k:
             return 0
+        if self.ng_keys == NULL:
+            self.ng_keys = <uint64_t*>malloc(slots * sizeof(uint64_t))
+            self.ng_count = <uint16_t*>malloc(slots * sizeof(uint16_t))
+            self.ng_stamp = <uint16_t*>calloc(slots, sizeof(uint16_t))
+            if self.ng_keys == NULL or self.ng_count == NULL or self.ng_stamp == NULL:
+                self.failed = True
+                return 0
+            self.lazy_bytes += slots * (sizeof(uint64_t) + 2 * sizeof(uint16_t))
         self.ng_gen += 1
         if self.ng_gen == 0:
-            memset(self.ng_stamp, 0, (self.ng_mask + 1) * sizeof(uint32_t))
+            memset(self.ng_stamp, 0, slots * sizeof(uint16_t))
             self.ng_gen = 1
         gen = self.ng_gen
         for i in range(a, b):
@@ -875,7 +887,7 @@ cdef class ChannelStream:
                     self.ng_keys[slot] = h
                     self.ng_count[slot] = 0
                 cnt = self.ng_count[slot] + 1
-                self.ng_count[slot] = cnt
+                self.ng_count[slot] = <uint16_t>cnt
                 if cnt > top:
                     top = cnt
         return top
@@ -1006,6 +1018,12 @@ cdef class ChannelStream:
                 break
         if not candidate:
             return False
+        if Z == NULL:
+            Z = self.zbuf = <int32_t*>malloc((self.cmax_p + 2) * sizeof(int32_t))
+            if Z == NULL:
+                self.failed = True
+                return False
+            self.lazy_bytes += (self.cmax_p + 2) * sizeof(int32_t)
         # Z-function of the reversed tail r[k] = t[n-1-k], for shifts 1..top_p
         l = 0
         r = 0

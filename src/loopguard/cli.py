@@ -55,10 +55,11 @@ Each assistant message is scanned with a fresh detector per channel (one
 message = one attempt); positions are code points into that channel's text.
 Runs of 2+ consecutive identical tool calls are reported (tool name, count,
 call indices, 12-hex hash prefix, whether the results were identical too);
-tool arguments and results are never printed. A run of {DEFAULT_MAX_REPEATS}+ counts as a loop.
+tool arguments and results are never printed. A run of {DEFAULT_MAX_REPEATS}+ counts as a loop
+unless its results change (polling that makes progress is not a loop).
 
 exit status: 0 clean, 1 loops found (any text detection, or a run of
-{DEFAULT_MAX_REPEATS}+ identical tool calls), 2 unreadable input (named on stderr with its
+{DEFAULT_MAX_REPEATS}+ identical tool calls with unchanged results), 2 unreadable input (named on stderr with its
 line; the other files are still scanned; 2 wins over 1).
 """
 

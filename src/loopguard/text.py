@@ -63,7 +63,7 @@ class Detection:
 def _check_channel(channel: object) -> str:
     if channel not in CHANNELS:
         raise ValueError(f"channel must be 'reasoning' or 'text', not {channel!r}")
-    return channel  # type: ignore[return-value]
+    return channel
 
 
 class TextLoopDetector:

@@ -159,7 +159,7 @@ def open_maybe_compressed(path: str | Path) -> BinaryIO:
     if kind == "gzip":
         return gzip.open(path, "rb")  # type: ignore[return-value]
     if kind == "zstd":
-        return io.BufferedReader(_ZstdReader(open(path, "rb")), buffer_size=_CHUNK)  # type: ignore[return-value]
+        return io.BufferedReader(_ZstdReader(open(path, "rb")), buffer_size=_CHUNK)
     return open(path, "rb")
 
 

@@ -1,0 +1,57 @@
+"""Type stubs for the compiled extension ``loopcore._core`` (same API as ``_reference``)."""
+
+from typing import Any
+
+KINDS: tuple[str, str, str, str, str]
+
+RawDetection = tuple[str, int, int, int, dict[str, Any]]
+
+class ChannelStream:
+    def __init__(
+        self,
+        *,
+        mask_code: bool,
+        check_every: int,
+        e_on: bool,
+        min_chars: int,
+        window: int,
+        history: int,
+        repeats: int,
+        l_on: bool,
+        lowdiv_window: int,
+        ngram: int,
+        lowdiv_max_unique: int,
+        lowdiv_min_repeat: int,
+        s_on: bool,
+        slide_window: int,
+        slide_step: int,
+        slide_max_unique: int,
+        slide_min_repeat: int,
+        c_on: bool,
+        cycle_min_period: int,
+        cycle_max_period: int,
+        cycle_min_copies: int,
+        cycle_min_chars: int,
+        cycle_scan_chars: int,
+        p_on: bool,
+        pool_window: int,
+        pool_min_coverage: float,
+        pool_max_phrase_chars: int,
+        pool_min_occurrences: int,
+        pool_min_distinct: int,
+        pool_max_distinct: int,
+    ) -> None: ...
+    @property
+    def length(self) -> int: ...
+    @property
+    def masked_length(self) -> int: ...
+    @property
+    def hits(self) -> dict[str, int]: ...
+    @property
+    def fuse_checkpoints(self) -> int: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def memory_bytes(self) -> int: ...
+    def feed(self, delta: str) -> list[RawDetection]: ...
+    def finish(self) -> list[RawDetection]: ...
