@@ -283,6 +283,22 @@ def test_two_identical_calls_are_a_finding_but_exit_zero(tmp_path: Path, capsys:
     ]
 
 
+@pytest.mark.parametrize(
+    ("case", "code", "run"),
+    [
+        ("035_tool-same-failing-build-5x.json", 1, (5, True, True)),
+        ("045_tool-rollout-poll-with-progress.json", 0, (7, False, False)),  # progress: no loop
+        ("040_tool-failing-request-volatile-ids.json", 0, (6, False, False)),  # ids differ (ToolGuard's job)
+    ],
+)
+def test_identical_calls_are_a_loop_only_while_results_repeat(
+    capsys: pytest.CaptureFixture[str], case: str, code: int, run: tuple[int, bool, bool]
+) -> None:
+    got, objects, _ = run_json(capsys, DATA / "cases" / case)
+    assert got == code
+    assert [(f["count"], f["results_identical"], f["loop"]) for f in objects[0]["tool_findings"]] == [run]
+
+
 def bad_files(tmp_path: Path) -> dict[str, tuple[bytes, int]]:
     """name -> (content, line the error must name)."""
     data = "".join(json.dumps({"text": f"record {i}"}) + "\n" for i in range(3)).encode()

@@ -703,6 +703,17 @@ cdef class ChannelStream:
     # --------------------------------------------------------- sentences (P)
     cdef inline void _sentence_step(self, cp_t c, int64_t at) noexcept nogil:
         cdef int st = self.s_line
+        # fast path: the line class is decided, no terminal pending, an ASCII letter,
+        # digit or blank (most characters of most text)
+        if st >= LC_NORMAL and not self.s_pending and c < 128:
+            if (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122):
+                if self.s_begin < 0:
+                    self.s_begin = at
+                self.s_last = at
+                self.s_alnum = True
+                return
+            if c == 32 or c == 9:
+                return
         if c == 10:
             self._complete_sentence()
             self.s_line = LC_START
