@@ -44,7 +44,7 @@ cdef enum:
     K_C = 3
     K_P = 4
     N_KINDS = 5
-    MAX_EVENTS = 32
+    MAX_EVENTS = 16  # >= 3 emits per original character x 5 kinds
     MAX_PHR = 8
     SCAN_BLOCK = 64
 
@@ -173,7 +173,9 @@ cdef class ChannelStream:
     cdef Py_ssize_t pool_window, pool_maxlen, pool_min_occ, pool_min_d, pool_max_d
     cdef double pool_cov
     # ---- buffer of t (the masked text)
-    cdef cp_t* buf
+    cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
+    cdef int width
+    cdef cp_t wmax  # largest code point the current width holds
     cdef Py_ssize_t cap, blen, keep
     cdef int64_t base, n, orig_len
     # ---- original-offset breakpoints: from t offset bp_t[i] on, orig = t + bp_d[i]
@@ -365,7 +367,12 @@ cdef class ChannelStream:
         slack = max(1024, keep // 3)
         self.keep = keep
         self.cap = keep + slack
-        self.buf = <cp_t*>self._alloc(self.cap * sizeof(cp_t))
+        self.buf = malloc(self.cap)
+        if self.buf == NULL:
+            raise MemoryError("loopcore: cannot allocate the stream buffers")
+        self.width = 1
+        self.wmax = 0xFF
+        self.mem += self.cap
         self.bp_cap = 16
         self.bp_t = <int64_t*>malloc(self.bp_cap * sizeof(int64_t))
         self.bp_d = <int64_t*>malloc(self.bp_cap * sizeof(int64_t))
@@ -383,7 +390,7 @@ cdef class ChannelStream:
         return 0
 
     def __dealloc__(self):
-        PyMem_Free(self.buf)
+        free(self.buf)
         free(self.bp_t)
         free(self.bp_d)
         PyMem_Free(self.ring_e)
@@ -601,18 +608,27 @@ cdef class ChannelStream:
         if self.blen == self.cap:
             self._compact()
         idx = self.blen
-        self.buf[idx] = c
+        if c > self.wmax:
+            self._widen(c)
+            if self.failed:
+                return
+        if self.width == 1:
+            (<uint8_t*>self.buf)[idx] = <uint8_t>c
+        elif self.width == 2:
+            (<uint16_t*>self.buf)[idx] = <uint16_t>c
+        else:
+            (<uint32_t*>self.buf)[idx] = c
         self.blen += 1
         self.n += 1
         if self.e_on:
             self.he = self.he * HB + c
             if self.n > self.window:
-                self.he -= self.buf[idx - self.window] * self.he_out
+                self.he -= self._at(idx - self.window) * self.he_out
             self.ring_e[(self.n - 1) & self.emask] = <uint16_t>(self.he >> 48)
         if self.c_on:
             self.hc = self.hc * HB + c
             if self.n > self.ck:
-                self.hc -= self.buf[idx - self.ck] * self.hc_out
+                self.hc -= self._at(idx - self.ck) * self.hc_out
             self.ring_c[(self.n - 1) & self.cmask] = <uint16_t>(self.hc >> 48)
         if self.p_on:
             self._sentence_step(c, self.n - 1)
@@ -636,7 +652,7 @@ cdef class ChannelStream:
         else:
             self.lw_big += 1
         if self.n > self.lowdiv_window:
-            out = self.buf[idx - self.lowdiv_window]
+            out = self._at(idx - self.lowdiv_window)
             if out < 256:
                 self.lw_small[out] -= 1
                 if self.lw_small[out] == 0:
@@ -694,9 +710,43 @@ cdef class ChannelStream:
                 hi = mid - 1
         return k + self.bp_d[lo]
 
+    cdef inline cp_t _at(self, Py_ssize_t i) noexcept nogil:
+        """The code point at buffer index ``i``."""
+        if self.width == 1:
+            return (<const uint8_t*>self.buf)[i]
+        if self.width == 2:
+            return (<const uint16_t*>self.buf)[i]
+        return (<const uint32_t*>self.buf)[i]
+
+    cdef inline const char* _ptr(self, Py_ssize_t i) noexcept nogil:
+        return <const char*>self.buf + i * self.width
+
+    cdef inline bint _same(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t count) noexcept nogil:
+        """Whether buffer ranges ``[a, a+count)`` and ``[b, b+count)`` hold the same code points."""
+        return memcmp(self._ptr(a), self._ptr(b), <size_t>count * self.width) == 0
+
+    cdef void _widen(self, cp_t c) noexcept nogil:
+        """Grow the bytes per code point so that ``c`` fits (at most twice per stream)."""
+        cdef int width = 2 if c <= 0xFFFF else 4
+        cdef void* wider = malloc(<size_t>self.cap * width)
+        cdef Py_ssize_t i
+        if wider == NULL:
+            self.failed = True
+            return
+        for i in range(self.blen):
+            if width == 2:
+                (<uint16_t*>wider)[i] = <uint16_t>self._at(i)
+            else:
+                (<uint32_t*>wider)[i] = self._at(i)
+        free(self.buf)
+        self.buf = wider
+        self.mem += self.cap * (width - self.width)
+        self.width = width
+        self.wmax = 0xFFFF if width == 2 else 0xFFFFFFFF
+
     cdef void _compact(self) noexcept nogil:
         cdef Py_ssize_t shift = self.blen - self.keep
-        memmove(self.buf, self.buf + shift, self.keep * sizeof(cp_t))
+        memmove(self.buf, self._ptr(shift), self.keep * self.width)
         self.base += shift
         self.blen = self.keep
 
@@ -768,7 +818,7 @@ cdef class ChannelStream:
         cdef int64_t begin = self.s_begin, total
         cdef Py_ssize_t ln, slot, i, g, old, j, gi
         cdef uint64_t h
-        cdef const cp_t* src
+        cdef cp_t c
         self.s_begin = -1
         self.s_pending = False
         if begin < 0:
@@ -800,11 +850,11 @@ cdef class ChannelStream:
         self.rec_len[slot] = <int32_t>ln
         self.rec_grp[slot] = -1
         if ln <= self.pool_maxlen:
-            src = &self.buf[begin - self.base]
             h = <uint64_t>ln
             for i in range(ln):
-                h = h * HB + src[i]
-                self.rec_text[slot * self.pool_maxlen + i] = src[i]
+                c = self._at(<Py_ssize_t>(begin - self.base) + i)
+                h = h * HB + c
+                self.rec_text[slot * self.pool_maxlen + i] = c
             self.rec_hash[slot] = h
             g = -1
             for gi in range(self.grp_nactive):
@@ -843,7 +893,7 @@ cdef class ChannelStream:
         i = <Py_ssize_t>(hi - self.base)
         while i > lo - self.base:
             i -= 1
-            c = self.buf[i]
+            c = self._at(i)
             if c < 256:
                 if self.ds_small[c] == gen:
                     continue
@@ -885,9 +935,9 @@ cdef class ChannelStream:
             self.ng_gen = 1
         gen = self.ng_gen
         for i in range(a, b):
-            h = h * NGB + self.buf[i]
+            h = h * NGB + self._at(i)
             if i - a >= k:
-                h -= self.buf[i - k] * self.ng_pow
+                h -= self._at(i - k) * self.ng_pow
             if i - a >= k - 1:
                 key = h ^ (h >> 29)
                 slot = <Py_ssize_t>((key * 0x9E3779B97F4A7C15ULL) >> 40) & self.ng_mask
@@ -935,14 +985,14 @@ cdef class ChannelStream:
         cdef int64_t last, next_ok, seg_end
         cdef Py_ssize_t count = 0
         cdef uint16_t x
-        cdef const cp_t* tail
+        cdef Py_ssize_t tail
         if n < self.min_chars or w < 40 or n < w:
             return False
         lo = n - w - self.history
         if lo < 0:
             lo = 0
         x = self.ring_e[(n - 1) & self.emask]
-        tail = &self.buf[n - w - self.base]
+        tail = <Py_ssize_t>(n - w - self.base)
         j = lo + w - 1
         last = n - w - 1
         next_ok = lo
@@ -957,8 +1007,7 @@ cdef class ChannelStream:
             while j < seg_end:
                 if self.ring_e[j & self.emask] == x:
                     s = j - w + 1
-                    if s >= next_ok and memcmp(&self.buf[s - self.base], tail,
-                                               <size_t>w * sizeof(cp_t)) == 0:
+                    if s >= next_ok and self._same(<Py_ssize_t>(s - self.base), tail, w):
                         count += 1
                         if first < 0:
                             first = s
@@ -1023,8 +1072,7 @@ cdef class ChannelStream:
             if lim > span:
                 continue
             need = lim - p
-            if memcmp(&self.buf[e0 - need + 1], &self.buf[e0 - p - need + 1],
-                      <size_t>need * sizeof(cp_t)) == 0:
+            if self._same(e0 - need + 1, e0 - p - need + 1, need):
                 candidate = True
                 break
         if not candidate:
@@ -1047,11 +1095,9 @@ cdef class ChannelStream:
                     z = Z[i - l]
             if i + z >= r:
                 # extend in blocks of 16 with memcmp, then one by one
-                while i + z + 16 <= span and memcmp(
-                        &self.buf[e0 - z - 15], &self.buf[e0 - i - z - 15],
-                        16 * sizeof(cp_t)) == 0:
+                while i + z + 16 <= span and self._same(e0 - z - 15, e0 - i - z - 15, 16):
                     z += 16
-                while i + z < span and self.buf[e0 - z] == self.buf[e0 - i - z]:
+                while i + z < span and self._at(e0 - z) == self._at(e0 - i - z):
                     z += 1
                 if i + z > r:
                     l = i
