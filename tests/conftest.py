@@ -17,9 +17,10 @@ CASES = DATA / "cases"
 
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
-    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.register_profile("soak", max_examples=20000, deadline=None)
 _profile = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 settings.load_profile(_profile)  # an unknown name raises here, on purpose
 

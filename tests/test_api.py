@@ -250,3 +250,13 @@ def test_memory_is_bounded_per_channel() -> None:
     assert stream.memory_bytes == after_first  # bounded: nothing grows with the stream
     assert current < 16 * 1024  # nothing kept per character on the Python heap
     assert stream.length == 20 * len(text)
+
+
+def test_memory_per_channel_at_defaults_within_64_kib() -> None:
+    if "cython" not in loopcore.implementations():
+        pytest.skip("the compiled core is not built")
+    core = loopcore.implementation("cython")
+    stream = core.ChannelStream(**TextConfig().stream_params("text"))
+    assert stream.memory_bytes <= 64 * 1024  # Latin-1 text, before any scratch is needed
+    stream.feed("ünïcödé " * 500)
+    assert stream.memory_bytes <= 64 * 1024

@@ -146,12 +146,16 @@ cdef class ChannelStream:
     ``mask_code`` removes fenced code from what the detectors see (SPEC §2.6);
     ``e_on``/``l_on``/``s_on``/``c_on``/``p_on`` enable E, L, S, C, P.
 
-    Memory is allocated once, at construction, and bounded by the config:
-    a linear code-point buffer of ``keep + slack`` characters (``keep`` = the
-    longest look-back of the enabled detectors: 12,000 at the defaults), two
-    rings of 16-bit gram hashes, the pool's sentence records, and scratch
-    tables; see :attr:`memory_bytes` (about 170 KiB at the ``default``
-    profile, about 60 KiB at ``fuse``).
+    Memory is bounded by the config (:attr:`memory_bytes`): a linear buffer of
+    ``keep + slack`` code points (``keep`` = the longest look-back of the
+    enabled detectors, 12,000 at the defaults) stored with 1, 2 or 4 bytes per
+    code point like PEP 393 (widened when a wider code point arrives), two
+    rings of 16-bit gram hashes (E, C), the pool's sentence records (P), and
+    scratch allocated once on first need (the n-gram table of L/S, the Z
+    array of C).  At the ``default`` profile: 62.6 KiB for Latin-1 text, 78.3
+    KiB once a BMP code point arrives, 109.5 KiB once an astral one does, and
+    at most 173 KiB with the scratch; ``fuse``: 19.2 to 85 KiB; ``rescue``:
+    53.6 to 116 KiB.
 
     Raises
     ------
