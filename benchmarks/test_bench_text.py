@@ -77,3 +77,24 @@ def test_profiles_en_1m(benchmark, profile: str) -> None:
     text = stream("en", 1_000_000)
     benchmark.extra_info.update(chars=len(text), impl="cython", stream="en", profile=profile)
     benchmark(_run_bulk, "cython", profile, text)
+
+
+def _run_api(parts: tuple[str, ...]) -> int:
+    from loopguard import TextLoopDetector
+
+    det = TextLoopDetector("default")
+    feed = det.feed
+    n = 0
+    for part in parts:
+        n += len(feed(part, "reasoning"))
+    return n + len(det.finish())
+
+
+@needs_core
+@pytest.mark.benchmark(group="api-delta4")
+@pytest.mark.parametrize("name", ["en", "zh"])
+def test_api_delta4_100k(benchmark, name: str) -> None:
+    """``TextLoopDetector.feed`` (the public API) with 4-character deltas."""
+    parts = pieces(name, 100_000, 4)
+    benchmark.extra_info.update(chars=100_000, deltas=len(parts), impl="cython", stream=name, profile="default")
+    benchmark(_run_api, parts)

@@ -112,6 +112,7 @@ class TextLoopDetector:
         self.config = config
         self._impl = loopcore.implementation(implementation)
         self._streams: dict[str, Any] = {}
+        self._closed: dict[str, Any] = {}
         self._detections: list[Detection] = []
         self._finished = False
 
@@ -147,6 +148,10 @@ class TextLoopDetector:
         RuntimeError
             after :meth:`finish`.
         """
+        stream = self._streams.get(channel)
+        if stream is not None and delta.__class__ is str:  # the hot path: ~150 ns over the core
+            raw = stream.feed(delta)
+            return self._wrap(channel, raw) if raw else []
         if not isinstance(delta, str):
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
         _check_channel(channel)
@@ -154,7 +159,6 @@ class TextLoopDetector:
             raise RuntimeError("TextLoopDetector.feed() after finish(): start a new detector per attempt")
         if not delta or not self.watches(channel):
             return []
-        stream = self._streams.get(channel)
         if stream is None:
             stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
         return self._wrap(channel, stream.feed(delta))
@@ -173,18 +177,20 @@ class TextLoopDetector:
         out: list[Detection] = []
         for channel, stream in self._streams.items():
             out += self._wrap(channel, stream.finish())
+        # finished streams move aside: feed() then takes the slow path, which raises
+        self._closed, self._streams = self._streams, {}
         return out
 
     def length(self, channel: str = "text") -> int:
         """Characters fed to ``channel`` so far (code points)."""
         _check_channel(channel)
-        stream = self._streams.get(channel)
+        stream = self._streams.get(channel) or self._closed.get(channel)
         return stream.length if stream is not None else 0
 
     def hits(self, channel: str = "text") -> dict[str, int]:
         """Checkpoints at which each detector held on ``channel`` (by kind)."""
         _check_channel(channel)
-        stream = self._streams.get(channel)
+        stream = self._streams.get(channel) or self._closed.get(channel)
         return stream.hits if stream is not None else dict.fromkeys(loopcore.KINDS, 0)
 
     def action_required(self, channel: str | None = None) -> bool:
@@ -196,7 +202,7 @@ class TextLoopDetector:
         """
         channels = CHANNELS if channel is None else (_check_channel(channel),)
         for name in channels:
-            stream = self._streams.get(name)
+            stream = self._streams.get(name) or self._closed.get(name)
             if stream is None:
                 continue
             if stream.fuse_checkpoints >= self.config.fuse_hits_before_action:
