@@ -10,8 +10,11 @@ Directives are set once, here.  Environment toggles:
 
 import os
 
+import sys
+
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("LOOPCORE_DEBUG") == "1"
 REQUIRE = os.environ.get("LOOPCORE_REQUIRE_EXTENSION") == "1"
@@ -36,7 +39,40 @@ extensions = [
     )
 ]
 
+
+
+class OptionalBuildExt(build_ext):
+    """Build ``loopcore._core``; without a working C compiler, warn and install the reference.
+
+    setuptools' own ``optional=True`` misses some failures (no ``gcc`` at all raises
+    ``OSError``), so every error is caught here unless ``LOOPCORE_REQUIRE_EXTENSION=1``.
+    """
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 - any failure means: no compiled core
+            self._fallback(exc)
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001
+            self._fallback(exc)
+
+    @staticmethod
+    def _fallback(exc: Exception) -> None:
+        if REQUIRE:
+            raise exc
+        print(
+            f"WARNING: loopcore._core was not built ({exc}); loopguard will use the slow "
+            "pure-Python reference. Install a C compiler and reinstall for the compiled core.",
+            file=sys.stderr,
+        )
+
+
 setup(
+    cmdclass={"build_ext": OptionalBuildExt},
     ext_modules=cythonize(
         extensions,
         compiler_directives=DIRECTIVES,

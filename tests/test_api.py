@@ -261,3 +261,65 @@ def test_memory_per_channel_at_defaults_within_64_kib() -> None:
     prose = letters(20_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüéèàçñ .,;:!?", 9)
     stream.feed(prose)  # Latin-1 prose: no low-diversity window, no cycle candidate
     assert stream.memory_bytes <= 64 * 1024
+
+
+def test_concurrent_feeding_of_one_stream_is_refused_not_a_crash() -> None:
+    import threading
+    import time
+
+    if "cython" not in loopcore.implementations():
+        pytest.skip("the compiled core is not built")
+    det = TextLoopDetector("default", implementation="cython")
+    big = noise_cjk(10_000, 4) * 2_000  # 20M chars, a cycle: ~0.5 s of GIL-free work
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            det.feed(big, "reasoning")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    time.sleep(0.05)  # the worker is inside the GIL-free loop by now (20M chars take ~0.4 s)
+    with pytest.raises(RuntimeError, match="another thread"):
+        det.feed("x", "reasoning")
+    thread.join()
+    assert errors == []
+    assert det.length("reasoning") == 20_000_000
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"check_every": 2**70}, ValueError),
+        ({"check_every": 1.5}, TypeError),
+        ({"e_on": 1}, TypeError),
+        ({"pool_window": 0}, ValueError),
+        ({"pool_window": 1001}, ValueError),
+        ({"pool_min_coverage": "0.5"}, TypeError),
+        ({"unknown": 1}, TypeError),
+    ],
+)
+def test_core_parameters_are_validated_alike(change: dict, error: type) -> None:
+    params = TextConfig().stream_params("text")
+    params.update(change)
+    messages = set()
+    for module in loopcore.implementations().values():
+        with pytest.raises(error) as info:
+            module.ChannelStream(**params)
+        messages.add(str(info.value))
+    assert len(messages) == 1  # the same message from both implementations
+
+
+def test_config_rejects_non_string_profile_and_kinds() -> None:
+    with pytest.raises(ConfigError, match="profile"):
+        TextConfig(["fuse"])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="enabled"):
+        TextConfig(enabled=[["E"]])
+
+
+def test_detections_are_hashable_and_equal_by_value() -> None:
+    a = Detection("cycle", "text", 600, 0, 31, {"period": 31})
+    b = Detection("cycle", "text", 600, 0, 31, {"period": 31})
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1

@@ -403,3 +403,33 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     assert obj["loops"] and done.stderr == ""
     done = subprocess.run([*cmd, "scan", str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
     assert (done.returncode, done.stdout) == (0, "scanned 0 files: 0 with loops, 0 without, 0 unreadable\n")
+
+
+def test_malformed_logs_exit_2_and_the_scan_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    init = json.dumps({"type": "system", "subtype": "init", "session_id": "s"})
+    bad = {
+        "bigint.jsonl": ('{"role": "assistant", "content": "hi", "n": ' + "1" * 5000 + "}\n", 1),
+        "cc-list-id.jsonl": (
+            init + "\n" + json.dumps({"type": "assistant", "message": {"id": ["x"], "content": []}}) + "\n", 2),
+        "cc-dict-parent.jsonl": (
+            init + "\n" + json.dumps({"type": "assistant", "parent_tool_use_id": {"a": 1},
+                                      "message": {"id": "m", "content": []}}) + "\n", 2),
+    }
+    for name, (content, line) in bad.items():
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        code, out, err = run(capsys, "scan", path, EXAMPLE)
+        assert code == 2, name
+        assert f"{path}:{line}: " in err
+        assert "grep ×4" in out  # the good file after it was still scanned
+
+
+def test_control_characters_in_file_names_are_not_sent_to_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "evil\x1b[31mRED\nname.txt"
+    path.write_text("hello\n", encoding="utf-8")
+    code, out, _ = run(capsys, "scan", "--all", path)
+    assert code == 0
+    assert "\x1b" not in out
+    assert out.splitlines()[0] == f"{tmp_path}/evil\u241b[31mRED⏎name.txt [plain]: clean"

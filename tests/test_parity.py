@@ -65,7 +65,9 @@ TINY = TextConfig(
 )
 
 ALPHABETS = {
-    "ascii": st.sampled_from(list("abcde fghij.!?,\n") + ["```", "~~~", "- ", "1. ", "| ", "> "]),
+    "ascii": st.sampled_from(
+        list("abcde fghij.!?,\n") + ["```", "~~~", "- ", "1. ", "| ", "> ", " " * 97, "\t" * 200]
+    ),
     "cjk": st.sampled_from(list("的一是不了人我在有他这。！？，\n") + ["```\n"]),
     "astral": st.sampled_from(["😀", "🎉", "𝔘", "𠀋", " ", ". ", "\n", "\ud800", "\x00"]),
 }
@@ -142,3 +144,54 @@ def test_parity_long_periods(period: int, seed: int, alphabet: str, noise: int) 
     reference = detect(text, "default", "python", channel="reasoning")
     cuts = random_cuts(len(text), seed, mean=50)
     assert detect(text, "default", "cython", channel="reasoning", cuts=cuts) == reference
+
+
+# Inputs that once broke parity or memory safety, kept as regressions.
+def _thue_morse(n: int) -> str:
+    return "".join("ab"[bin(i).count("1") % 2] for i in range(n))
+
+
+REGRESSIONS = {
+    # a short open sentence followed by whitespace longer than the buffer's slack
+    "blank-run-pool": (
+        TextConfig("rescue", enabled=["P"], pool_window=2, pool_min_occurrences=2, pool_min_distinct=1),
+        "a" + " " * 1087 + "\na\n",
+    ),
+    "blank-run-default": (
+        TextConfig(),
+        "Wait.\nHmm.\n" * 11 + "Okay" + " " * 15876 + "\nOkay\nOkay\n" + "".join(f"Other {i}.\n" for i in range(6)),
+    ),
+    "blank-run-long": (TextConfig(), "Okay" + " " * 20_000 + "\nOkay.\n" * 40),
+    # counts above 65,535 in one window
+    "wide-window-counts": (
+        TextConfig("fuse", enabled=["L"], lowdiv_window=70000, min_chars=0, check_every=70000,
+                   lowdiv_max_unique=2, ngram=1),
+        "a" * 70000,
+    ),
+    # Thue-Morse blocks collide under polynomial hashing mod 2^64
+    "thue-morse-ngram": (
+        TextConfig("fuse", enabled=["L"], ngram=512, lowdiv_window=1024, min_chars=0, check_every=1024,
+                   lowdiv_min_repeat=2),
+        _thue_morse(512) + _thue_morse(512).translate(str.maketrans("ab", "ba")),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_parity_regressions(name: str) -> None:
+    config, text = REGRESSIONS[name]
+    reference = detect(text, config, "python", channel="reasoning")
+    assert detect(text, config, "cython", channel="reasoning") == reference
+    assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), 3, mean=400)) == reference
+
+
+def test_blank_run_of_a_million_is_safe() -> None:
+    # read out of bounds (and crashed) before the open sentence's text was saved on compaction
+    text = "Now" + " " * 1_000_000 + "\n" + "Now\nWait.\n" * 20
+    found = detect(text, TextConfig("rescue", enabled=["P"]), "cython", channel="reasoning")
+    # checkpoint 1,000,200 sees 40 sentences ("Now", then 39 of the rotation); the window
+    # (the last 30) starts at sentence 10 = "Wait."; the very first "Now" is a phrase too, so
+    # the cut is 0
+    assert [(d["position"], d["cut"], d["evidence"]["phrases"]) for d in found] == [
+        (1_000_200, 0, ["Wait.", "Now"])
+    ]

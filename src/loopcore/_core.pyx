@@ -59,9 +59,58 @@ cdef enum:
     LC_EXCLUDED = 6
 
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
-cdef uint64_t NGB = 0xC2B2AE3D27D4EB4FULL  # multiplier of the n-gram hashes
+cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
 KINDS = _reference.KINDS
+
+
+cdef extern from *:
+    """
+    #define LG_M61 0x1FFFFFFFFFFFFFFFULL
+    static inline uint64_t lg_mulmod61(uint64_t a, uint64_t b) {
+    #if defined(__SIZEOF_INT128__)
+        unsigned __int128 r = (unsigned __int128)a * b;
+        uint64_t lo = (uint64_t)r & LG_M61, hi = (uint64_t)(r >> 61);
+    #else
+        uint64_t a_lo = a & 0xFFFFFFFFULL, a_hi = a >> 32, b_lo = b & 0xFFFFFFFFULL, b_hi = b >> 32;
+        uint64_t p0 = a_lo * b_lo, p1 = a_lo * b_hi, p2 = a_hi * b_lo, p3 = a_hi * b_hi;
+        uint64_t mid = (p0 >> 32) + (p1 & 0xFFFFFFFFULL) + (p2 & 0xFFFFFFFFULL);
+        uint64_t r_lo = (p0 & 0xFFFFFFFFULL) | (mid << 32);
+        uint64_t r_hi = p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);
+        uint64_t lo = r_lo & LG_M61, hi = (r_lo >> 61) | (r_hi << 3);
+    #endif
+        uint64_t s = lo + hi;
+        return s >= LG_M61 ? s - LG_M61 : s;
+    }
+    """
+    uint64_t lg_mulmod61(uint64_t a, uint64_t b) nogil
+
+
+cdef uint64_t M61 = 0x1FFFFFFFFFFFFFFFULL
+
+
+cdef inline uint64_t mulmod61(uint64_t a, uint64_t b) noexcept nogil:
+    return lg_mulmod61(a, b)
+
+
+cdef inline uint64_t addmod61(uint64_t a, uint64_t b) noexcept nogil:
+    """``(a + b) mod (2^61 - 1)`` for ``a < 2^61 - 1`` and ``b < 2^32``."""
+    a += b
+    return a - M61 if a >= M61 else a
+
+
+cdef inline uint64_t submod61(uint64_t a, uint64_t b) noexcept nogil:
+    return a - b if a >= b else a + M61 - b
+
+
+cdef inline uint64_t powmod61(uint64_t b, Py_ssize_t e) noexcept nogil:
+    cdef uint64_t r = 1
+    while e > 0:
+        if e & 1:
+            r = mulmod61(r, b)
+        b = mulmod61(b, b)
+        e >>= 1
+    return r
 
 
 cdef struct Event:
@@ -200,6 +249,8 @@ cdef class ChannelStream:
     cdef int cl_state
     # ---- sentences and the phrase pool
     cdef int64_t s_begin, s_last
+    cdef cp_t* s_text  # the open sentence's text, saved when compaction would drop it
+    cdef bint s_saved
     cdef bint s_alnum, s_pending
     cdef int s_line, s_digits
     cdef Py_ssize_t rec_cap
@@ -224,14 +275,14 @@ cdef class ChannelStream:
     cdef uint32_t ds_gen
     cdef Py_ssize_t ds_mask
     cdef uint64_t* ng_keys
-    cdef uint16_t* ng_count
+    cdef uint32_t* ng_count
     cdef uint16_t* ng_stamp
     cdef uint16_t ng_gen
     cdef Py_ssize_t ng_mask
     cdef uint64_t ng_pow
     cdef int32_t* zbuf
     cdef Py_ssize_t lazy_bytes  # scratch allocated on first need (n-gram table, Z array)
-    cdef uint16_t lw_small[256]  # counts of code points < 256 in the L window
+    cdef uint32_t lw_small[256]  # counts of code points < 256 in the L window
     cdef Py_ssize_t lw_distinct, lw_big  # distinct small code points; code points >= 256
     # ---- episodes and events
     cdef bint holding[N_KINDS]
@@ -239,22 +290,10 @@ cdef class ChannelStream:
     cdef int64_t fuse_cp
     cdef Event events[MAX_EVENTS]
     cdef int nev
-    cdef bint finished_, failed
+    cdef bint finished_, failed, busy
     cdef Py_ssize_t mem
 
-    def __cinit__(self, *, bint mask_code, Py_ssize_t check_every,
-                  bint e_on, Py_ssize_t min_chars, Py_ssize_t window, Py_ssize_t history,
-                  Py_ssize_t repeats,
-                  bint l_on, Py_ssize_t lowdiv_window, Py_ssize_t ngram,
-                  Py_ssize_t lowdiv_max_unique, Py_ssize_t lowdiv_min_repeat,
-                  bint s_on, Py_ssize_t slide_window, Py_ssize_t slide_step,
-                  Py_ssize_t slide_max_unique, Py_ssize_t slide_min_repeat,
-                  bint c_on, Py_ssize_t cycle_min_period, Py_ssize_t cycle_max_period,
-                  Py_ssize_t cycle_min_copies, Py_ssize_t cycle_min_chars,
-                  Py_ssize_t cycle_scan_chars,
-                  bint p_on, Py_ssize_t pool_window, double pool_min_coverage,
-                  Py_ssize_t pool_max_phrase_chars, Py_ssize_t pool_min_occurrences,
-                  Py_ssize_t pool_min_distinct, Py_ssize_t pool_max_distinct):
+    def __cinit__(self, **params):
         self.buf = NULL
         self.bp_t = NULL
         self.bp_d = NULL
@@ -265,6 +304,7 @@ cdef class ChannelStream:
         self.rec_hash = NULL
         self.rec_grp = NULL
         self.rec_text = NULL
+        self.s_text = NULL
         self.grp_rep = NULL
         self.grp_count = NULL
         self.grp_active = NULL
@@ -275,28 +315,37 @@ cdef class ChannelStream:
         self.ng_count = NULL
         self.ng_stamp = NULL
         self.zbuf = NULL
-        _reference.check_params(
-            check_every=check_every, window=window, history=history, repeats=repeats,
-            lowdiv_window=lowdiv_window, ngram=ngram, slide_window=slide_window,
-            slide_step=slide_step, cycle_min_period=cycle_min_period,
-            cycle_max_period=cycle_max_period, cycle_min_copies=cycle_min_copies,
-            cycle_scan_chars=cycle_scan_chars, pool_window=pool_window,
-            pool_max_phrase_chars=pool_max_phrase_chars, min_chars=min_chars,
-            cycle_min_chars=cycle_min_chars, pool_min_coverage=pool_min_coverage,
-        )
-        self.mask_code = mask_code
-        self.check_every = check_every
-        self.e_on, self.min_chars, self.window, self.history, self.repeats = (
-            e_on, min_chars, window, history, repeats)
-        self.l_on, self.lowdiv_window, self.ngram = l_on, lowdiv_window, ngram
-        self.lowdiv_max_unique, self.lowdiv_min_repeat = lowdiv_max_unique, lowdiv_min_repeat
-        self.s_on, self.slide_window, self.slide_step = s_on, slide_window, slide_step
-        self.slide_max_unique, self.slide_min_repeat = slide_max_unique, slide_min_repeat
-        self.c_on, self.cmin_p, self.cmax_p = c_on, cycle_min_period, cycle_max_period
-        self.ccopies, self.cmin_chars, self.cscan = cycle_min_copies, cycle_min_chars, cycle_scan_chars
-        self.p_on, self.pool_window, self.pool_cov = p_on, pool_window, pool_min_coverage
-        self.pool_maxlen, self.pool_min_occ = pool_max_phrase_chars, pool_min_occurrences
-        self.pool_min_d, self.pool_max_d = pool_min_distinct, pool_max_distinct
+        _reference.check_params(params)
+        self.mask_code = params["mask_code"]
+        self.check_every = params["check_every"]
+        self.e_on = params["e_on"]
+        self.min_chars = params["min_chars"]
+        self.window = params["window"]
+        self.history = params["history"]
+        self.repeats = params["repeats"]
+        self.l_on = params["l_on"]
+        self.lowdiv_window = params["lowdiv_window"]
+        self.ngram = params["ngram"]
+        self.lowdiv_max_unique = params["lowdiv_max_unique"]
+        self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
+        self.s_on = params["s_on"]
+        self.slide_window = params["slide_window"]
+        self.slide_step = params["slide_step"]
+        self.slide_max_unique = params["slide_max_unique"]
+        self.slide_min_repeat = params["slide_min_repeat"]
+        self.c_on = params["c_on"]
+        self.cmin_p = params["cycle_min_period"]
+        self.cmax_p = params["cycle_max_period"]
+        self.ccopies = params["cycle_min_copies"]
+        self.cmin_chars = params["cycle_min_chars"]
+        self.cscan = params["cycle_scan_chars"]
+        self.p_on = params["p_on"]
+        self.pool_window = params["pool_window"]
+        self.pool_cov = params["pool_min_coverage"]
+        self.pool_maxlen = params["pool_max_phrase_chars"]
+        self.pool_min_occ = params["pool_min_occurrences"]
+        self.pool_min_d = params["pool_min_distinct"]
+        self.pool_max_d = params["pool_max_distinct"]
         self._allocate()
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
@@ -345,6 +394,7 @@ cdef class ChannelStream:
             self.rec_hash = <uint64_t*>self._alloc(self.rec_cap * sizeof(uint64_t))
             self.rec_grp = <int32_t*>self._alloc(self.rec_cap * sizeof(int32_t))
             self.rec_text = <cp_t*>self._alloc(self.rec_cap * self.pool_maxlen * sizeof(cp_t))
+            self.s_text = <cp_t*>self._alloc(self.pool_maxlen * sizeof(cp_t))
             self.grp_rep = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
             self.grp_count = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
             self.grp_active = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
@@ -367,7 +417,7 @@ cdef class ChannelStream:
             self.ds_mask = size - 1
             size = pow2_at_least(2 * grams + 2)
             self.ng_mask = size - 1  # the table itself is allocated on first need
-            self.ng_pow = ipow(NGB, self.ngram)
+            self.ng_pow = powmod61(NGB, self.ngram)
         slack = max(1024, keep // 3)
         self.keep = keep
         self.cap = keep + slack
@@ -404,6 +454,7 @@ cdef class ChannelStream:
         PyMem_Free(self.rec_hash)
         PyMem_Free(self.rec_grp)
         PyMem_Free(self.rec_text)
+        PyMem_Free(self.s_text)
         PyMem_Free(self.grp_rep)
         PyMem_Free(self.grp_count)
         PyMem_Free(self.grp_active)
@@ -466,25 +517,31 @@ cdef class ChannelStream:
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
-        size = PyUnicode_GET_LENGTH(delta)
-        kind = PyUnicode_KIND(delta)
-        data = PyUnicode_DATA(delta)
-        out = []
-        while i < size:
-            with nogil:
-                i = self._consume(data, kind, i, size)
-            if self.failed:
-                raise MemoryError("loopcore: out of memory while growing the offset map")
-            if self.nev:
-                self._drain(out)
-        return out
+        self._enter()
+        try:
+            size = PyUnicode_GET_LENGTH(delta)
+            kind = PyUnicode_KIND(delta)
+            data = PyUnicode_DATA(delta)
+            out = []
+            while i < size:
+                with nogil:
+                    i = self._consume(data, kind, i, size)
+                if self.failed:
+                    raise MemoryError("loopcore: out of memory in the stream buffers")
+                if self.nev:
+                    self._drain(out)
+            return out
+        finally:
+            self.busy = False
 
     def finish(self):
         """End of stream: release held characters and run the last checkpoint."""
         cdef int k
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
+        self._enter()
         self.finished_ = True
+        self.busy = False
         with nogil:
             if self.m_pending:
                 for k in range(self.m_pending):
@@ -500,6 +557,15 @@ cdef class ChannelStream:
         out = []
         self._drain(out)
         return out
+
+    cdef int _enter(self) except -1:
+        """Refuse a second feeder: the GIL is released while one feed runs."""
+        if self.busy:
+            raise RuntimeError(
+                "ChannelStream is being fed by another thread; use one stream per thread"
+            )
+        self.busy = True
+        return 0
 
     cdef void _drain(self, list out):
         cdef int i, j, slot, ln
@@ -749,7 +815,16 @@ cdef class ChannelStream:
         self.wmax = 0xFFFF if width == 2 else 0xFFFFFFFF
 
     cdef void _compact(self) noexcept nogil:
-        cdef Py_ssize_t shift = self.blen - self.keep
+        cdef Py_ssize_t shift = self.blen - self.keep, i, ln
+        # an open short sentence followed by a long run of whitespace may start
+        # before the new base: keep its text (any later non-blank character
+        # would make it longer than a phrase, so the copy stays exact)
+        if self.p_on and self.s_begin >= 0 and not self.s_saved and self.s_begin < self.base + shift:
+            ln = <Py_ssize_t>(self.s_last - self.s_begin + 1)
+            if ln <= self.pool_maxlen:
+                for i in range(ln):
+                    self.s_text[i] = self._at(<Py_ssize_t>(self.s_begin - self.base) + i)
+                self.s_saved = True
         memmove(self.buf, self._ptr(shift), self.keep * self.width)
         self.base += shift
         self.blen = self.keep
@@ -823,8 +898,10 @@ cdef class ChannelStream:
         cdef Py_ssize_t ln, slot, i, g, old, j, gi
         cdef uint64_t h
         cdef cp_t c
+        cdef bint saved = self.s_saved
         self.s_begin = -1
         self.s_pending = False
+        self.s_saved = False
         if begin < 0:
             self.s_alnum = False
             return
@@ -856,7 +933,7 @@ cdef class ChannelStream:
         if ln <= self.pool_maxlen:
             h = <uint64_t>ln
             for i in range(ln):
-                c = self._at(<Py_ssize_t>(begin - self.base) + i)
+                c = self.s_text[i] if saved else self._at(<Py_ssize_t>(begin - self.base) + i)
                 h = h * HB + c
                 self.rec_text[slot * self.pool_maxlen + i] = c
             self.rec_hash[slot] = h
@@ -927,21 +1004,21 @@ cdef class ChannelStream:
             return 0
         if self.ng_keys == NULL:
             self.ng_keys = <uint64_t*>malloc(slots * sizeof(uint64_t))
-            self.ng_count = <uint16_t*>malloc(slots * sizeof(uint16_t))
+            self.ng_count = <uint32_t*>malloc(slots * sizeof(uint32_t))
             self.ng_stamp = <uint16_t*>calloc(slots, sizeof(uint16_t))
             if self.ng_keys == NULL or self.ng_count == NULL or self.ng_stamp == NULL:
                 self.failed = True
                 return 0
-            self.lazy_bytes += slots * (sizeof(uint64_t) + 2 * sizeof(uint16_t))
+            self.lazy_bytes += slots * (sizeof(uint64_t) + sizeof(uint32_t) + sizeof(uint16_t))
         self.ng_gen += 1
         if self.ng_gen == 0:
             memset(self.ng_stamp, 0, slots * sizeof(uint16_t))
             self.ng_gen = 1
         gen = self.ng_gen
         for i in range(a, b):
-            h = h * NGB + self._at(i)
+            h = addmod61(mulmod61(h, NGB), self._at(i))
             if i - a >= k:
-                h -= self._at(i - k) * self.ng_pow
+                h = submod61(h, mulmod61(self._at(i - k), self.ng_pow))
             if i - a >= k - 1:
                 key = h ^ (h >> 29)
                 slot = <Py_ssize_t>((key * 0x9E3779B97F4A7C15ULL) >> 40) & self.ng_mask
@@ -952,7 +1029,7 @@ cdef class ChannelStream:
                     self.ng_keys[slot] = h
                     self.ng_count[slot] = 0
                 cnt = self.ng_count[slot] + 1
-                self.ng_count[slot] = <uint16_t>cnt
+                self.ng_count[slot] = cnt
                 if cnt > top:
                     top = cnt
         return top

@@ -31,6 +31,8 @@ from typing import Any
 __all__ = [
     "ChannelStream",
     "check_params",
+    "PARAMS",
+    "INT_RANGES",
     "KINDS",
     "WHITESPACE",
     "smallest_periods",
@@ -121,102 +123,104 @@ def smallest_periods(s: str) -> list[int]:
     return [0] + [length - pi[length - 1] for length in range(1, len(r) + 1)]
 
 
-def check_params(**params: Any) -> None:
-    """Reject stream parameters the detectors cannot run with (``ValueError``).
+#: The parameters of :class:`ChannelStream` (all keyword-only and required).
+PARAMS = (
+    "mask_code", "check_every",
+    "e_on", "min_chars", "window", "history", "repeats",
+    "l_on", "lowdiv_window", "ngram", "lowdiv_max_unique", "lowdiv_min_repeat",
+    "s_on", "slide_window", "slide_step", "slide_max_unique", "slide_min_repeat",
+    "c_on", "cycle_min_period", "cycle_max_period", "cycle_min_copies", "cycle_min_chars",
+    "cycle_scan_chars",
+    "p_on", "pool_window", "pool_min_coverage", "pool_max_phrase_chars", "pool_min_occurrences",
+    "pool_min_distinct", "pool_max_distinct",
+)
+_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on"}
+#: Integer parameters: (minimum, maximum).  The maxima bound memory per stream.
+INT_RANGES = {
+    "check_every": (1, 1_000_000), "min_chars": (0, 1_000_000), "window": (1, 1_000_000),
+    "history": (0, 1_000_000), "repeats": (2, 1_000_000), "lowdiv_window": (1, 1_000_000),
+    "ngram": (1, 10_000), "lowdiv_max_unique": (1, 1_000_000), "lowdiv_min_repeat": (1, 1_000_000),
+    "slide_window": (1, 1_000_000), "slide_step": (1, 1_000_000), "slide_max_unique": (1, 1_000_000),
+    "slide_min_repeat": (1, 1_000_000), "cycle_min_period": (1, 1_000_000),
+    "cycle_max_period": (1, 1_000_000), "cycle_min_copies": (2, 1_000_000),
+    "cycle_min_chars": (0, 1_000_000), "cycle_scan_chars": (1, 1_000_000),
+    "pool_window": (1, 1_000), "pool_max_phrase_chars": (1, 1_000),
+    "pool_min_occurrences": (1, 1_000), "pool_min_distinct": (1, 1_000), "pool_max_distinct": (1, 1_000),
+}
 
-    :class:`loopguard.TextConfig` validates every key with a message naming
-    it; this is the core's own guard for direct use, shared by both
-    implementations so they raise the same errors.
+
+def check_params(params: dict[str, Any]) -> None:
+    """Validate :class:`ChannelStream` parameters; both implementations call it first.
+
+    :class:`loopguard.TextConfig` validates the same keys with messages naming
+    them as config keys; this is the core's own guard for direct use.
+
+    Raises
+    ------
+    TypeError
+        for a missing or unknown parameter, a flag that is not a ``bool``, an
+        integer parameter that is not an ``int`` (``bool`` excluded), or a
+        ``pool_min_coverage`` that is not a number.
+    ValueError
+        for a value out of its range (:data:`INT_RANGES`; coverage in (0, 1]).
     """
-    minimum = {
-        "check_every": 1, "window": 1, "history": 0, "repeats": 2, "lowdiv_window": 1,
-        "ngram": 1, "slide_window": 1, "slide_step": 1, "cycle_min_period": 1,
-        "cycle_max_period": 1, "cycle_min_copies": 2, "cycle_scan_chars": 1,
-        "pool_window": 1, "pool_max_phrase_chars": 1, "min_chars": 0, "cycle_min_chars": 0,
-    }
-    for key, low in minimum.items():
+    missing = [k for k in PARAMS if k not in params]
+    unknown = sorted(set(params) - set(PARAMS))
+    if missing or unknown:
+        raise TypeError(f"ChannelStream parameters: missing {missing}, unknown {unknown}")
+    for key in _FLAGS:
+        if not isinstance(params[key], bool):
+            raise TypeError(f"{key} must be a bool, not {type(params[key]).__name__}")
+    for key, (low, high) in INT_RANGES.items():
         value = params[key]
-        if value < low or value > 1_000_000:
-            raise ValueError(f"{key}={value!r} is out of range [{low}, 1000000]")
-    if not 0 < params["pool_min_coverage"] <= 1:
-        raise ValueError(f"pool_min_coverage={params['pool_min_coverage']!r} is out of range (0, 1]")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{key} must be an int, not {type(value).__name__}")
+        if not low <= value <= high:
+            raise ValueError(f"{key}={value!r} is out of range [{low}, {high}]")
+    coverage = params["pool_min_coverage"]
+    if isinstance(coverage, bool) or not isinstance(coverage, (int, float)):
+        raise TypeError(f"pool_min_coverage must be a number, not {type(coverage).__name__}")
+    if not 0 < coverage <= 1:
+        raise ValueError(f"pool_min_coverage={coverage!r} is out of range (0, 1]")
 
 
 class ChannelStream:
     """Reference detector state for one channel of one attempt.
 
-    Parameters are the detector keys of SPEC §2 (see
+    Parameters are the detector keys of SPEC §2 (:data:`PARAMS`; see
     :class:`loopguard.TextConfig` for their meaning and defaults); all are
-    keyword-only and required.
+    keyword-only and required, and validated by :func:`check_params`.
 
     Raises
     ------
+    TypeError, ValueError
+        from the constructor, for invalid parameters (:func:`check_params`).
     TypeError
         from :meth:`feed` when ``delta`` is not a ``str``.
     RuntimeError
         from :meth:`feed` or :meth:`finish` after :meth:`finish`.
     """
 
-    def __init__(
-        self,
-        *,
-        mask_code: bool,
-        check_every: int,
-        e_on: bool,
-        min_chars: int,
-        window: int,
-        history: int,
-        repeats: int,
-        l_on: bool,
-        lowdiv_window: int,
-        ngram: int,
-        lowdiv_max_unique: int,
-        lowdiv_min_repeat: int,
-        s_on: bool,
-        slide_window: int,
-        slide_step: int,
-        slide_max_unique: int,
-        slide_min_repeat: int,
-        c_on: bool,
-        cycle_min_period: int,
-        cycle_max_period: int,
-        cycle_min_copies: int,
-        cycle_min_chars: int,
-        cycle_scan_chars: int,
-        p_on: bool,
-        pool_window: int,
-        pool_min_coverage: float,
-        pool_max_phrase_chars: int,
-        pool_min_occurrences: int,
-        pool_min_distinct: int,
-        pool_max_distinct: int,
-    ) -> None:
-        check_params(
-            check_every=check_every, window=window, history=history, repeats=repeats,
-            lowdiv_window=lowdiv_window, ngram=ngram, slide_window=slide_window,
-            slide_step=slide_step, cycle_min_period=cycle_min_period,
-            cycle_max_period=cycle_max_period, cycle_min_copies=cycle_min_copies,
-            cycle_scan_chars=cycle_scan_chars, pool_window=pool_window,
-            pool_max_phrase_chars=pool_max_phrase_chars, min_chars=min_chars,
-            cycle_min_chars=cycle_min_chars, pool_min_coverage=pool_min_coverage,
-        )
-        self.mask_code = bool(mask_code)
-        self.check_every = check_every
-        self.e_on, self.min_chars, self.window = bool(e_on), min_chars, window
-        self.history, self.repeats = history, repeats
-        self.l_on, self.lowdiv_window, self.ngram = bool(l_on), lowdiv_window, ngram
-        self.lowdiv_max_unique, self.lowdiv_min_repeat = lowdiv_max_unique, lowdiv_min_repeat
-        self.s_on, self.slide_window, self.slide_step = bool(s_on), slide_window, slide_step
-        self.slide_max_unique, self.slide_min_repeat = slide_max_unique, slide_min_repeat
-        self.c_on = bool(c_on)
-        self.cycle_min_period, self.cycle_max_period = cycle_min_period, cycle_max_period
-        self.cycle_min_copies, self.cycle_min_chars = cycle_min_copies, cycle_min_chars
-        self.cycle_scan_chars = cycle_scan_chars
-        self.p_on, self.pool_window = bool(p_on), pool_window
-        self.pool_min_coverage = pool_min_coverage
-        self.pool_max_phrase_chars = pool_max_phrase_chars
-        self.pool_min_occurrences = pool_min_occurrences
-        self.pool_min_distinct, self.pool_max_distinct = pool_min_distinct, pool_max_distinct
+    def __init__(self, **params: Any) -> None:
+        check_params(params)
+        self.mask_code: bool = params["mask_code"]
+        self.check_every: int = params["check_every"]
+        self.e_on, self.min_chars, self.window = params["e_on"], params["min_chars"], params["window"]
+        self.history, self.repeats = params["history"], params["repeats"]
+        self.l_on, self.lowdiv_window, self.ngram = params["l_on"], params["lowdiv_window"], params["ngram"]
+        self.lowdiv_max_unique = params["lowdiv_max_unique"]
+        self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
+        self.s_on, self.slide_window, self.slide_step = params["s_on"], params["slide_window"], params["slide_step"]
+        self.slide_max_unique, self.slide_min_repeat = params["slide_max_unique"], params["slide_min_repeat"]
+        self.c_on = params["c_on"]
+        self.cycle_min_period, self.cycle_max_period = params["cycle_min_period"], params["cycle_max_period"]
+        self.cycle_min_copies, self.cycle_min_chars = params["cycle_min_copies"], params["cycle_min_chars"]
+        self.cycle_scan_chars = params["cycle_scan_chars"]
+        self.p_on, self.pool_window = params["p_on"], params["pool_window"]
+        self.pool_min_coverage = params["pool_min_coverage"]
+        self.pool_max_phrase_chars = params["pool_max_phrase_chars"]
+        self.pool_min_occurrences = params["pool_min_occurrences"]
+        self.pool_min_distinct, self.pool_max_distinct = params["pool_min_distinct"], params["pool_max_distinct"]
 
         self._t: list[str] = []  # the masked text, one character per item
         self._orig: list[int] = []  # original offset of each character of t

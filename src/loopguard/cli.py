@@ -210,9 +210,16 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
     """
     try:
         log = read_log(path, field=field)
+        return scan_log(log, config)
     except InputError as exc:
         return FileReport(path, None, error=exc)
-    return scan_log(log, config)
+    except RecursionError:
+        return FileReport(path, None, error=InputError("nested too deeply to read", path=path))
+    except Exception as exc:  # noqa: BLE001 - one odd file must not stop the scan of the others
+        # the exception's text may quote the log (arguments, secrets): name its type only
+        return FileReport(
+            path, None, error=InputError(f"cannot read this log ({type(exc).__name__}); please report it", path=path)
+        )
 
 
 # --------------------------------------------------------------------------- human output
@@ -313,9 +320,9 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
     if report.error is not None:
         return []
     if not report.loops and not report.tool_runs:
-        return [f"{report.path} [{report.format}]: clean"] if show_clean else []
+        return [f"{_show(report.path)} [{report.format}]: clean"] if show_clean else []
     status = "loops found" if report.has_loop else "no loop"
-    lines = [f"{report.path} [{report.format}]: {status}"]
+    lines = [f"{_show(report.path)} [{report.format}]: {status}"]
     for finding in report.loops:
         lines += _loop_lines(finding)
     lines += [_run_line(run) for run in report.tool_runs]
@@ -378,7 +385,7 @@ def _scan_command(args: argparse.Namespace) -> int:
         for path, error in targets:
             report = FileReport(path, None, error=error) if error else scan_file(path, config, field=args.field)
             if report.error is not None:
-                print(f"loopguard: error: {report.error}", file=sys.stderr)
+                print(f"loopguard: error: {_show(str(report.error))}", file=sys.stderr)
                 status = 2
                 counts["unreadable"] += 1
             elif report.has_loop:

@@ -56,11 +56,11 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     "cycle_min_chars": (600, 0, _BIG),
     "cycle_scan_chars": (12000, 1, _BIG),
     # P -- phrase pool (003)
-    "pool_window": (30, 1, 10_000),
-    "pool_max_phrase_chars": (48, 1, 4096),
-    "pool_min_occurrences": (3, 1, 10_000),
-    "pool_min_distinct": (2, 1, 10_000),
-    "pool_max_distinct": (8, 1, 10_000),
+    "pool_window": (30, 1, 1_000),
+    "pool_max_phrase_chars": (48, 1, 1_000),
+    "pool_min_occurrences": (3, 1, 1_000),
+    "pool_min_distinct": (2, 1, 1_000),
+    "pool_max_distinct": (8, 1, 1_000),
     # policy
     "fuse_hits_before_action": (2, 1, _BIG),
 }
@@ -80,6 +80,8 @@ def _parse_enabled(value: Any) -> frozenset[str]:
         raise ConfigError("enabled", value, "a collection of detector kinds or letters (E L S C P)")
     kinds = set()
     for item in value:
+        if not isinstance(item, str):
+            raise ConfigError("enabled", value, "a collection of detector kinds or letters (E L S C P)")
         if item in DETECTOR_KINDS:
             kinds.add(DETECTOR_KINDS[item])
         elif item in _KIND_ORDER:
@@ -163,7 +165,7 @@ class TextConfig:
     fuse_hits_before_action: int
 
     def __init__(self, profile: str = "default", **overrides: Any) -> None:
-        if profile not in PROFILES:
+        if not isinstance(profile, str) or profile not in PROFILES:
             raise ConfigError("profile", profile, "one of " + ", ".join(PROFILES))
         unknown = sorted(set(overrides) - set(self.__slots__) - {"profile"})
         if unknown:

@@ -47,6 +47,9 @@ class Detection:
     cut: int
     evidence: dict[str, Any] = field(default_factory=dict)
 
+    def __hash__(self) -> int:
+        return hash((self.kind, self.channel, self.position, self.start, self.cut))
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``phrases`` as a list)."""
         evidence = {k: list(v) if isinstance(v, tuple) else v for k, v in self.evidence.items()}

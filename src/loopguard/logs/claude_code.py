@@ -39,6 +39,13 @@ class _Builder:
     calls: list[tuple[str, Any, Any, dict[str, Any]]] = field(default_factory=list)  # name, input, id, where
 
 
+def _identifier(value: Any, name: str, path: str, line: int | None) -> str | int | None:
+    """An id as found in the log (string, integer or missing); anything else is malformed."""
+    if value is None or isinstance(value, (str, int)):
+        return value
+    raise InputError(f"{name} must be a string, not {type(value).__name__}", path=path, line=line)
+
+
 def read_claude_code(records: Records, path: str) -> list[Conversation]:
     """Read a Claude Code stream-json log.
 
@@ -61,7 +68,7 @@ def read_claude_code(records: Records, path: str) -> list[Conversation]:
         for an assistant line without a ``message`` object or a malformed
         block, naming the line.
     """
-    results = _tool_results(records)
+    results = _tool_results(records, path)
     groups: dict[Any, dict[Any, _Builder]] = {}
     for line, record in records:
         if record.get("type") != "assistant":
@@ -69,9 +76,9 @@ def read_claude_code(records: Records, path: str) -> list[Conversation]:
         message = record.get("message")
         if not isinstance(message, dict):
             raise InputError("assistant line without a 'message' object", path=path, line=line)
-        parent = record.get("parent_tool_use_id")
+        parent = _identifier(record.get("parent_tool_use_id"), "parent_tool_use_id", path, line)
         messages = groups.setdefault(parent, {})
-        key = message.get("id") or f"@line{line}"
+        key = _identifier(message.get("id"), "message.id", path, line) or f"@line{line}"
         builder = messages.get(key)
         if builder is None:
             where: dict[str, Any] = {} if parent is None else {"parent_tool_use_id": parent}
@@ -113,9 +120,9 @@ def _add_blocks(builder: _Builder, content: Any, path: str, line: int | None) ->
             builder.calls.append((name, block.get("input"), block.get("id"), where))
 
 
-def _tool_results(records: Records) -> dict[Any, tuple[Any, bool]]:
+def _tool_results(records: Records, path: str) -> dict[Any, tuple[Any, bool]]:
     results: dict[Any, tuple[Any, bool]] = {}
-    for _, record in records:
+    for line, record in records:
         if record.get("type") != "user" or not isinstance(record.get("message"), dict):
             continue
         content = record["message"].get("content")
@@ -124,7 +131,8 @@ def _tool_results(records: Records) -> dict[Any, tuple[Any, bool]]:
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_result" and "tool_use_id" in block:
                 value = block.get("content")
-                results.setdefault(block["tool_use_id"], ("" if value is None else value, bool(block.get("is_error"))))
+                call_id = _identifier(block["tool_use_id"], "tool_use_id", path, line)
+                results.setdefault(call_id, ("" if value is None else value, bool(block.get("is_error"))))
     return results
 
 

@@ -229,6 +229,8 @@ def _decode_line(line: str, number: int, path: str) -> Any:
         return json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number) from None
+    except ValueError as exc:  # e.g. an integer longer than Python's int_max_str_digits
+        raise InputError(f"invalid JSON: {exc}", path=path, line=number) from None
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply", path=path, line=number) from None
 
@@ -370,8 +372,8 @@ def sniff(text: str, path: str, *, field: str | None = None) -> tuple[str, Any]:
     if stripped[0] in "{[":
         try:
             doc = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            doc_error: json.JSONDecodeError | RecursionError | None = exc
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            doc_error: ValueError | RecursionError | None = exc
         else:
             return _classify_document(doc, path, field, first_line)
         head = next(_lines(text))[1]
@@ -383,7 +385,9 @@ def sniff(text: str, path: str, *, field: str | None = None) -> tuple[str, Any]:
                 raise InputError(
                     f"invalid JSON: {doc_error.msg} (column {doc_error.colno})", path=path, line=doc_error.lineno
                 )
-            raise InputError("invalid JSON: nested too deeply", path=path, line=first_line)
+            if isinstance(doc_error, RecursionError):
+                raise InputError("invalid JSON: nested too deeply", path=path, line=first_line)
+            raise InputError(f"invalid JSON: {doc_error}", path=path, line=first_line)
     elif suffix in _JSON_SUFFIXES:
         raise InputError("invalid JSON: the file does not start with '{' or '['", path=path, line=first_line)
     return "plain", text
@@ -392,7 +396,7 @@ def sniff(text: str, path: str, *, field: str | None = None) -> tuple[str, Any]:
 def _is_json_object(line: str) -> bool:
     try:
         return isinstance(json.loads(line), dict)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return False
 
 
