@@ -281,6 +281,14 @@ cdef class ChannelStream:
     cdef Py_ssize_t ng_mask
     cdef uint64_t ng_pow
     cdef int32_t* zbuf
+    # L's n-gram counts, kept across checkpoints: grams starting in [lg_lo, lg_hi)
+    cdef uint64_t* lg_keys
+    cdef uint32_t* lg_count  # 0 = empty slot
+    cdef uint32_t* lg_hist  # lg_hist[c] = how many distinct grams occur c times
+    cdef Py_ssize_t lg_mask
+    cdef uint32_t lg_max
+    cdef bint lg_valid
+    cdef int64_t lg_lo, lg_hi
     cdef Py_ssize_t lazy_bytes  # scratch allocated on first need (n-gram table, Z array)
     cdef uint32_t lw_small[256]  # counts of code points < 256 in the L window
     cdef Py_ssize_t lw_distinct, lw_big  # distinct small code points; code points >= 256
@@ -315,6 +323,9 @@ cdef class ChannelStream:
         self.ng_count = NULL
         self.ng_stamp = NULL
         self.zbuf = NULL
+        self.lg_keys = NULL
+        self.lg_count = NULL
+        self.lg_hist = NULL
         _reference.check_params(params)
         self.mask_code = params["mask_code"]
         self.check_every = params["check_every"]
@@ -407,7 +418,7 @@ cdef class ChannelStream:
             grams = 1
             if self.l_on:
                 cap_u = max(cap_u, min(self.lowdiv_max_unique, self.lowdiv_window))
-                grams = max(grams, self.lowdiv_window - self.ngram + 1)
+                self.lg_mask = pow2_at_least(2 * max(1, self.lowdiv_window - self.ngram + 1) + 2) - 1
             if self.s_on:
                 cap_u = max(cap_u, min(self.slide_max_unique, self.slide_window))
                 grams = max(grams, self.slide_window - self.ngram + 1)
@@ -465,6 +476,9 @@ cdef class ChannelStream:
         free(self.ng_count)
         free(self.ng_stamp)
         free(self.zbuf)
+        free(self.lg_keys)
+        free(self.lg_count)
+        free(self.lg_hist)
 
     # ------------------------------------------------------------ Python API
     @property
@@ -1034,6 +1048,103 @@ cdef class ChannelStream:
                     top = cnt
         return top
 
+    cdef inline Py_ssize_t _lg_slot(self, uint64_t h) noexcept nogil:
+        cdef uint64_t key = h ^ (h >> 29)
+        return <Py_ssize_t>((key * 0x9E3779B97F4A7C15ULL) >> 40) & self.lg_mask
+
+    cdef void _lg_add(self, uint64_t h) noexcept nogil:
+        cdef Py_ssize_t slot = self._lg_slot(h)
+        cdef uint32_t c
+        while self.lg_count[slot] != 0 and self.lg_keys[slot] != h:
+            slot = (slot + 1) & self.lg_mask
+        c = self.lg_count[slot]
+        self.lg_keys[slot] = h
+        self.lg_count[slot] = c + 1
+        if c:
+            self.lg_hist[c] -= 1
+        self.lg_hist[c + 1] += 1
+        if c + 1 > self.lg_max:
+            self.lg_max = c + 1
+
+    cdef void _lg_remove(self, uint64_t h) noexcept nogil:
+        cdef Py_ssize_t slot = self._lg_slot(h), i, j, home
+        cdef uint32_t c
+        while self.lg_keys[slot] != h or self.lg_count[slot] == 0:
+            slot = (slot + 1) & self.lg_mask
+        c = self.lg_count[slot]
+        self.lg_hist[c] -= 1
+        if c > 1:
+            self.lg_count[slot] = c - 1
+            self.lg_hist[c - 1] += 1
+        else:
+            # backward-shift deletion keeps linear probing exact without tombstones
+            i = slot
+            j = slot
+            while True:
+                j = (j + 1) & self.lg_mask
+                if self.lg_count[j] == 0:
+                    break
+                home = self._lg_slot(self.lg_keys[j])
+                if (i <= j and (home <= i or home > j)) or (i > j and home <= i and home > j):
+                    self.lg_keys[i] = self.lg_keys[j]
+                    self.lg_count[i] = self.lg_count[j]
+                    i = j
+            self.lg_count[i] = 0
+        while self.lg_max > 0 and self.lg_hist[self.lg_max] == 0:
+            self.lg_max -= 1
+
+    cdef void _lg_grams(self, int64_t a, int64_t b, bint add) noexcept nogil:
+        """Add (or remove) the grams of ``t`` starting in ``[a, b)``."""
+        cdef Py_ssize_t k = self.ngram, i, off = <Py_ssize_t>(a - self.base)
+        cdef Py_ssize_t count = <Py_ssize_t>(b - a), s
+        cdef uint64_t h = 0
+        if count <= 0:
+            return
+        for i in range(k - 1):
+            h = addmod61(mulmod61(h, NGB), self._at(off + i))
+        for s in range(count):
+            h = addmod61(mulmod61(h, NGB), self._at(off + s + k - 1))
+            if s:
+                h = submod61(h, mulmod61(self._at(off + s - 1), self.ng_pow))
+            if add:
+                self._lg_add(h)
+            else:
+                self._lg_remove(h)
+
+    cdef Py_ssize_t _lowdiv_max_ngram(self, int64_t lo, int64_t n) noexcept nogil:
+        """Largest count of one ``ngram``-gram in ``t[lo:n]``, updated incrementally.
+
+        The counts of the previous evaluation are moved to the new window by
+        removing the grams that left and adding the ones that came (at most
+        2 x ``check_every`` grams instead of ``lowdiv_window``); a far jump rebuilds.
+        """
+        cdef int64_t hi = n - self.ngram + 1
+        cdef size_t slots = self.lg_mask + 1
+        if hi <= lo:
+            return 0
+        if self.lg_keys == NULL:
+            self.lg_keys = <uint64_t*>malloc(slots * sizeof(uint64_t))
+            self.lg_count = <uint32_t*>calloc(slots, sizeof(uint32_t))
+            self.lg_hist = <uint32_t*>calloc(self.lowdiv_window + 2, sizeof(uint32_t))
+            if self.lg_keys == NULL or self.lg_count == NULL or self.lg_hist == NULL:
+                self.failed = True
+                return 0
+            self.lazy_bytes += slots * (sizeof(uint64_t) + sizeof(uint32_t))
+            self.lazy_bytes += (self.lowdiv_window + 2) * sizeof(uint32_t)
+        if (self.lg_valid and lo >= self.lg_lo and hi >= self.lg_hi and self.lg_lo >= self.base
+                and (lo - self.lg_lo) + (hi - self.lg_hi) < hi - lo):
+            self._lg_grams(self.lg_lo, lo if lo < self.lg_hi else self.lg_hi, False)
+            self._lg_grams(self.lg_hi if self.lg_hi > lo else lo, hi, True)
+        else:
+            memset(self.lg_count, 0, slots * sizeof(uint32_t))
+            memset(self.lg_hist, 0, (self.lg_max + 2) * sizeof(uint32_t))
+            self.lg_max = 0
+            self._lg_grams(lo, hi, True)
+        self.lg_lo = lo
+        self.lg_hi = hi
+        self.lg_valid = True
+        return self.lg_max
+
     cdef void _eval_window(self, int64_t end) noexcept nogil:
         """S: evaluate the sliding window ``t[end-slide_window:end]``."""
         cdef int64_t lo = end - self.slide_window
@@ -1119,7 +1230,7 @@ cdef class ChannelStream:
             unique = self._distinct(lo, n, self.lowdiv_max_unique)
         if unique >= self.lowdiv_max_unique:
             return False
-        top = self._max_ngram(lo, n)
+        top = self._lowdiv_max_ngram(lo, n)
         if top < self.lowdiv_min_repeat:
             return False
         ev.start = ev.cut = self._map(lo)
