@@ -201,10 +201,10 @@ cdef class ChannelStream:
     code point like PEP 393 (widened when a wider code point arrives), two
     rings of 16-bit gram hashes (E, C), the pool's sentence records (P), and
     scratch allocated once on first need (the n-gram table of L/S, the Z
-    array of C).  At the ``default`` profile: 62.6 KiB for Latin-1 text, 78.3
-    KiB once a BMP code point arrives, 109.5 KiB once an astral one does, and
-    at most 173 KiB with the scratch; ``fuse``: 19.2 to 85 KiB; ``rescue``:
-    53.6 to 116 KiB.
+    array of C).  At the ``default`` profile: 63.4 KiB for Latin-1 text, 79.0
+    KiB once a BMP code point arrives, 110.3 KiB once an astral one does, and
+    at most 196 KiB with the scratch; ``fuse``: 19.8 to 108 KiB; ``rescue``:
+    54.4 to 117 KiB.
 
     Raises
     ------
