@@ -323,3 +323,28 @@ def test_detections_are_hashable_and_equal_by_value() -> None:
     a = Detection("cycle", "text", 600, 0, 31, {"period": 31})
     b = Detection("cycle", "text", 600, 0, 31, {"period": 31})
     assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+
+
+def test_reference_also_refuses_a_second_feeder() -> None:
+    import threading
+
+    stream = loopcore.implementation("python").ChannelStream(**TextConfig().stream_params("text"))
+    started, release = threading.Event(), threading.Event()
+    original = stream._take
+
+    def slow_take(pos, ch, out):  # type: ignore[no-untyped-def]
+        started.set()
+        release.wait(5)
+        return original(pos, ch, out)
+
+    stream._take = slow_take  # type: ignore[method-assign]
+    worker = threading.Thread(target=stream.feed, args=("ab",))
+    worker.start()
+    assert started.wait(5)
+    with pytest.raises(RuntimeError, match="another thread"):
+        stream.feed("x")
+    with pytest.raises(RuntimeError, match="another thread"):
+        stream.finish()
+    release.set()
+    worker.join()
+    assert stream.length == 2

@@ -550,12 +550,22 @@ cdef class ChannelStream:
 
     def finish(self):
         """End of stream: release held characters and run the last checkpoint."""
-        cdef int k
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
         self._enter()
         self.finished_ = True
-        self.busy = False
+        try:
+            self._finish_nogil()
+        finally:
+            self.busy = False
+        if self.failed:
+            raise MemoryError("loopcore: out of memory in the stream buffers")
+        out = []
+        self._drain(out)
+        return out
+
+    cdef void _finish_nogil(self) noexcept:
+        cdef int k
         with nogil:
             if self.m_pending:
                 for k in range(self.m_pending):
@@ -566,11 +576,6 @@ cdef class ChannelStream:
                         and (self.n - self.slide_window) % self.slide_step != 0):
                     self._eval_window(self.n)
                 self._checkpoint()
-        if self.failed:
-            raise MemoryError("loopcore: out of memory while growing the offset map")
-        out = []
-        self._drain(out)
-        return out
 
     cdef int _enter(self) except -1:
         """Refuse a second feeder: the GIL is released while one feed runs."""

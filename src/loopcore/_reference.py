@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 import re
 import sys
+import threading
 from typing import Any
 
 __all__ = [
@@ -226,6 +227,7 @@ class ChannelStream:
         self._orig: list[int] = []  # original offset of each character of t
         self._length = 0  # original characters consumed
         self._finished = False
+        self._busy = threading.Lock()  # one feeder at a time, as in the compiled core
         # fence masking state (a plain character state machine)
         self._line_start = True  # only spaces/tabs seen on this line so far
         self._pending: list[tuple[int, str]] = []  # held back fence characters
@@ -278,16 +280,29 @@ class ChannelStream:
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
         if self._finished:
             raise RuntimeError("this stream is finished; start a new one")
-        out: list[tuple[str, int, int, int, dict[str, Any]]] = []
-        for ch in delta:
-            self._take(self._length, ch, out)
-            self._length += 1
-        return out
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError("ChannelStream is being fed by another thread; use one stream per thread")
+        try:
+            out: list[tuple[str, int, int, int, dict[str, Any]]] = []
+            for ch in delta:
+                self._take(self._length, ch, out)
+                self._length += 1
+            return out
+        finally:
+            self._busy.release()
 
     def finish(self) -> list[tuple[str, int, int, int, dict[str, Any]]]:
         """End of stream: release held characters and run the last checkpoint."""
         if self._finished:
             raise RuntimeError("this stream is finished; start a new one")
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError("ChannelStream is being fed by another thread; use one stream per thread")
+        try:
+            return self._finish()
+        finally:
+            self._busy.release()
+
+    def _finish(self) -> list[tuple[str, int, int, int, dict[str, Any]]]:
         self._finished = True
         out: list[tuple[str, int, int, int, dict[str, Any]]] = []
         pending, self._pending = self._pending, []
