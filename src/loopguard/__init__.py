@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version as _version
 
 from .config import DETECTOR_KINDS, PROFILES, TextConfig
 from .errors import ConfigError, InputError
+from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text
 
 try:
@@ -32,5 +33,10 @@ __all__ = [
     "TextConfig",
     "TextLoopDetector",
     "__version__",
+    "action_fingerprint",
+    "call_hash",
+    "canonical_json",
+    "hash_prefix",
     "scan_text",
+    "session_key",
 ]

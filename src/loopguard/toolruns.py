@@ -18,59 +18,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import identity
+from .identity import hash_prefix
+
 __all__ = ["DEFAULT_MAX_REPEATS", "ToolRun", "call_hash", "find_runs", "hash_prefix"]
 
 #: A run of this many identical calls is a loop (the seed brake's ``max_repeats``).
 DEFAULT_MAX_REPEATS = 3
 
 
-def _canonical(args: Any) -> str:
-    # Minimal stand-in for SPEC §4's canonical_json (JS JSON.stringify with
-    # sorted keys); a later issue replaces this one function.
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except (json.JSONDecodeError, RecursionError):
-            pass  # not JSON: hashed as that string value
-    return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-
-
 def call_hash(tool: str, args: Any) -> str:
-    """The identity of a tool call: sha256 hex of ``tool + "\\n" + canonical JSON of args``.
+    """The identity of a tool call: :func:`loopguard.identity.call_hash` (SPEC §4).
 
-    Parameters
-    ----------
-    tool : str
-        The tool name.
-    args : Any
-        The arguments: a JSON-compatible value, or a string -- parsed first when
-        it is JSON, hashed as that string value when it is not.
-
-    Returns
-    -------
-    str
-        64 lowercase hex digits.
-
-    Notes
-    -----
-    The canonical form here is Python's ``json.dumps(sort_keys=True,
-    separators=(",", ":"), ensure_ascii=False)``; it equals the seed
-    harness's JavaScript form for ordinary arguments (strings, integers,
-    nested objects) but not for every edge case (float formatting, key order
-    of numeric keys, lone surrogates).
+    Logs may hold values canonical JSON refuses (``NaN``/``Infinity`` tokens,
+    huge numbers); such a call is hashed over Python's sorted-key JSON instead,
+    so the scan goes on (its hash then differs from a JavaScript deployment's).
 
     Examples
     --------
     >>> call_hash("grep", {"pattern": "x"}) == call_hash("grep", '{"pattern":"x"}')
     True
     """
-    data = f"{tool}\n{_canonical(args)}".encode("utf-8", "surrogatepass")
-    return hashlib.sha256(data).hexdigest()
-
-
-def hash_prefix(digest: str) -> str:
-    """The first 12 hex digits of a call hash (all a report ever shows)."""
-    return digest[:12]
+    try:
+        return identity.call_hash(tool, args)
+    except (TypeError, ValueError):
+        text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+        return hashlib.sha256(f"{tool}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class CallLike(Protocol):

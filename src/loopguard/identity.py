@@ -1,0 +1,278 @@
+"""Tool-call identity: canonical JSON and call hashes (SPEC §4, seed 000).
+
+Two calls are the same call when ``sha256(tool + "\\n" + canonical_json(args))``
+is the same.  ``canonical_json`` is byte-identical to the seed harness's
+JavaScript ``JSON.stringify`` of a copy whose object keys are sorted at every
+level, so hashes computed here equal those of a JavaScript deployment of the
+same brake (``../shared/data/call-hash-vectors.json`` holds the shared vectors):
+
+* numbers are formatted as ECMAScript ``Number::toString`` of the double
+  (``1.0 -> 1``, ``1e21 -> 1e+21``, ``1e-7 -> 1e-7``, ``-0 -> 0``; integers
+  beyond 2**53 become the nearest double, as in JavaScript);
+* strings are escaped as ``JSON.stringify`` does (``\\" \\\\ \\b \\f \\n \\r \\t``,
+  other controls as ``\\u00xx``, lone surrogates as ``\\udxxx``; U+2028 and
+  everything else raw);
+* keys are sorted by UTF-16 code units, and -- because JavaScript objects list
+  array-index keys first -- keys that are canonical array indices (``"0"`` to
+  ``"4294967294"``, no leading zero) come first, in numeric order.
+
+Values JSON cannot carry (NaN, infinities, bytes, sets, other objects) raise
+``TypeError``/``ValueError`` naming the path of the bad value, e.g.
+``args["opts"][2]``; the value itself is never shown (arguments carry secrets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "MAX_DEPTH",
+    "action_fingerprint",
+    "call_hash",
+    "canonical_json",
+    "hash_prefix",
+    "session_key",
+]
+
+#: Nesting deeper than this is refused with a ``ValueError`` (not a ``RecursionError``).
+MAX_DEPTH = 500
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_HEX = re.compile("[0-9a-f]{12,128}")
+
+
+def _join_surrogate_pairs(text: str) -> str:
+    """Combine high+low surrogate code points into one astral character, as UTF-16 sees them."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
+
+
+def _string(text: str) -> str:
+    text = _join_surrogate_pairs(text)
+    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+
+
+def _number(value: float, path: str) -> str:
+    """ECMAScript ``Number::toString(value)`` (ECMA-262 §6.1.6.1.20)."""
+    if not math.isfinite(value):
+        raise ValueError(f"{path}: NaN and infinities cannot be represented in JSON")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent = repr(abs(value)).partition("e")  # shortest round-trip digits
+    whole, _, frac = mantissa.partition(".")
+    if frac == "0":
+        frac = ""
+    digits = (whole + frac).lstrip("0")
+    # value = 0.digits x 10**n
+    n = len(whole.lstrip("0")) if whole.strip("0") else -(len(frac) - len(frac.lstrip("0")))
+    n += int(exponent or 0)
+    digits = digits.rstrip("0") or "0"
+    k = len(digits)
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    tail = f"e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + (digits if k == 1 else digits[0] + "." + digits[1:]) + tail
+
+
+def _is_array_index(key: str) -> bool:
+    return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) <= 4294967294
+
+
+def _utf16(key: str) -> bytes:
+    return _join_surrogate_pairs(key).encode("utf-16-be", "surrogatepass")
+
+
+def _ordered_keys(keys: Iterable[str]) -> list[str]:
+    indices = sorted((k for k in keys if _is_array_index(k)), key=int)
+    others = sorted((k for k in keys if not _is_array_index(k)), key=_utf16)
+    return indices + others
+
+
+def _encode(value: Any, path: str, depth: int, out: list[str]) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_string(value))
+    elif isinstance(value, int):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"{path}: integer too large for a JSON number") from None
+        out.append(_number(number, path))
+    elif isinstance(value, float):
+        out.append(_number(value, path))
+    elif isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                raise TypeError(f"{path}: object keys must be str, not {type(key).__name__}")
+        out.append("{")
+        for i, key in enumerate(_ordered_keys(value)):
+            if i:
+                out.append(",")
+            out.append(_string(key))
+            out.append(":")
+            _encode(value[key], f"{path}[{json.dumps(key, ensure_ascii=False)}]", depth + 1, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _encode(item, f"{path}[{i}]", depth + 1, out)
+        out.append("]")
+    else:
+        raise TypeError(f"{path}: {type(value).__name__} cannot be represented in JSON")
+
+
+def canonical_json(value: Any, *, name: str = "args") -> str:
+    """The canonical JSON text of ``value`` (SPEC §4): sorted keys, JavaScript formatting.
+
+    Parameters
+    ----------
+    value : Any
+        ``None``, ``bool``, ``int``, ``float``, ``str``, mappings with ``str``
+        keys, lists and tuples, nested up to :data:`MAX_DEPTH` levels.
+    name : str
+        How the value is called in error messages (``args["opts"][2]``).
+
+    Returns
+    -------
+    str
+        Compact JSON, equal to JavaScript's ``JSON.stringify`` of a key-sorted copy.
+
+    Raises
+    ------
+    TypeError
+        for a value JSON cannot carry (bytes, sets, other objects, non-str
+        keys), naming its path.
+    ValueError
+        for NaN, infinities, integers beyond the double range, or nesting
+        deeper than :data:`MAX_DEPTH`, naming the path.
+
+    Examples
+    --------
+    >>> canonical_json({"b": 2, "a": [1.0, 1e21, -0.0, "x\\n"]})
+    '{"a":[1,1e+21,0,"x\\\\n"],"b":2}'
+    """
+    out: list[str] = []
+    _encode(value, name, 0, out)
+    return "".join(out)
+
+
+def _parse_args(args: Any) -> Any:
+    """Arguments given as a JSON string are parsed first; other strings stay strings."""
+    if isinstance(args, (str, bytes, bytearray)):
+        text = args.decode("utf-8", "surrogatepass") if isinstance(args, (bytes, bytearray)) else args
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError(f"args: JSON nested deeper than Python can parse (> {MAX_DEPTH} levels)") from None
+        except ValueError:
+            return text
+    return args
+
+
+def _hash_text(text: str) -> bytes:
+    # Node's createHash().update(str) encodes UTF-16 as UTF-8: pairs become one
+    # character, lone surrogates become U+FFFD.
+    return _LONE_SURROGATE.sub("\ufffd", _join_surrogate_pairs(text)).encode("utf-8")
+
+
+def call_hash(tool: str, args: Any) -> str:
+    """``sha256(tool + "\\n" + canonical_json(args))`` as 64 lowercase hex digits (SPEC §4).
+
+    ``args`` given as a JSON string (or UTF-8 bytes) is parsed first; a string
+    that is not JSON is hashed as that string value.
+
+    Raises
+    ------
+    TypeError
+        when ``tool`` is not a ``str``, or for arguments JSON cannot carry.
+    ValueError
+        for NaN/infinite numbers or pathological nesting.
+
+    Examples
+    --------
+    >>> call_hash("search", {"q": "weather"})[:12]
+    '35dca543bb3b'
+    >>> call_hash("search", '{"q": "weather"}') == call_hash("search", {"q": "weather"})
+    True
+    """
+    if not isinstance(tool, str):
+        raise TypeError(f"tool must be str, not {type(tool).__name__}")
+    canonical = canonical_json(_parse_args(args))
+    return hashlib.sha256(_hash_text(tool + "\n" + canonical)).hexdigest()
+
+
+_NO_ARGS: Any = object()
+
+
+def hash_prefix(tool_or_digest: str, args: Any = _NO_ARGS) -> str:
+    """The 12 hex digits shown in errors and logs (SPEC §4).
+
+    ``hash_prefix(digest)`` shortens a hex digest (at least 12 hex digits);
+    ``hash_prefix(tool, args)`` hashes the call first.
+
+    Raises
+    ------
+    ValueError
+        for one argument that is not a lowercase hex digest.
+
+    Examples
+    --------
+    >>> hash_prefix("search", {"q": "weather"})
+    '35dca543bb3b'
+    >>> hash_prefix(call_hash("search", {"q": "weather"}))
+    '35dca543bb3b'
+    """
+    if args is _NO_ARGS:
+        if not isinstance(tool_or_digest, str) or not _HEX.fullmatch(tool_or_digest):
+            raise ValueError("hash_prefix(digest) takes a lowercase hex digest; use hash_prefix(tool, args)")
+        return tool_or_digest[:12]
+    return call_hash(tool_or_digest, args)[:12]
+
+
+def action_fingerprint(tool: str, args: Any, volatile_keys: Sequence[str] = ("description",)) -> str:
+    """``call_hash`` after dropping ``volatile_keys`` at the top level (002 ②b, SPEC §4).
+
+    Examples
+    --------
+    >>> action_fingerprint("shell", {"command": "ls", "description": "look"}) == call_hash("shell", {"command": "ls"})
+    True
+    """
+    parsed = _parse_args(args)
+    if isinstance(parsed, Mapping):
+        parsed = {k: v for k, v in parsed.items() if k not in volatile_keys}
+    return call_hash(tool, parsed)
+
+
+def session_key(session_id: Any = None) -> str:
+    """The key a session's state is stored under: ``str(session_id)``, ``"default"`` for ``None``/``""``."""
+    if session_id is None or session_id == "":
+        return "default"
+    return str(session_id)

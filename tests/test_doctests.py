@@ -1,0 +1,24 @@
+"""The examples in the public docstrings run and print what they show."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "loopguard",
+    "loopguard.config",
+    "loopguard.text",
+    "loopguard.identity",
+    "loopguard.toolruns",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    assert result.attempted > 0
