@@ -272,16 +272,19 @@ def test_concurrent_feeding_of_one_stream_is_refused_not_a_crash() -> None:
     det = TextLoopDetector("default", implementation="cython")
     big = noise_cjk(10_000, 4) * 2_000  # 20M chars, a cycle: ~0.5 s of GIL-free work
     errors: list[BaseException] = []
+    calling = threading.Event()
 
     def worker() -> None:
         try:
+            calling.set()
             det.feed(big, "reasoning")
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
     thread = threading.Thread(target=worker)
     thread.start()
-    time.sleep(0.05)  # the worker is inside the GIL-free loop by now (20M chars take ~0.4 s)
+    assert calling.wait(10)
+    time.sleep(0.1)  # the worker is inside the GIL-free loop by now (20M chars take ~0.5 s)
     with pytest.raises(RuntimeError, match="another thread"):
         det.feed("x", "reasoning")
     thread.join()
