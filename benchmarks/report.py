@@ -21,7 +21,7 @@ def main(path: str) -> None:
     print(f"- CPU: {info.get('cpu', {}).get('brand_raw', platform.processor())}")
     print(f"- Python: {info.get('python_version', platform.python_version())}; loopguard commit {commit[:10]}")
     print()
-    print("| group | benchmark | median | M chars/s | ns/char | ns/delta | vs fastest |")
+    print("| group | benchmark | median | M chars/s | ns/char | ns/delta or µs/call | vs fastest |")
     print("|---|---|---|---|---|---|---|")
     best: dict[tuple, float] = defaultdict(lambda: float("inf"))
     rows = []
@@ -34,12 +34,14 @@ def main(path: str) -> None:
     for bench, extra, key, median in rows:
         chars = extra.get("chars", 0)
         deltas = extra.get("deltas")
-        per_delta = f"{median / deltas * 1e9:.0f}" if deltas else ""
+        calls = extra.get("calls_per_round")
+        per = f"{median / deltas * 1e9:.0f} ns" if deltas else (f"{median / calls * 1e6:.2f} µs" if calls else "")
+        rate = f"{chars / median / 1e6:.2f}" if chars else ""
+        per_char = f"{median / chars * 1e9:.1f}" if chars else ""
         print(
-            f"| {bench['group']} | {bench['name']} | {median * 1e3:.2f} ms | {chars / median / 1e6:.2f} | "
-            f"{median / chars * 1e9:.1f} | {per_delta} | {median / best[key]:.1f}x |"
+            f"| {bench['group']} | {bench['name']} | {median * 1e3:.3f} ms | {rate} | "
+            f"{per_char} | {per} | {median / best[key]:.1f}x |"
         )
-
 
 if __name__ == "__main__":
     main(sys.argv[1])

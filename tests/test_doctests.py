@@ -12,6 +12,7 @@ MODULES = [
     "loopguard.config",
     "loopguard.text",
     "loopguard.identity",
+    "loopguard.brake",
     "loopguard.toolruns",
 ]
 

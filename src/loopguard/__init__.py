@@ -13,6 +13,15 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version as _version
 
+from .brake import (
+    InvalidMaxRepeatsError,
+    LoopBrake,
+    LoopBrakeError,
+    decorate_tool,
+    normalize_max_repeats,
+    resolve_max_repeats,
+    wrap_execute,
+)
 from .config import DETECTOR_KINDS, PROFILES, TextConfig
 from .errors import ConfigError, InputError
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
@@ -30,13 +39,20 @@ __all__ = [
     "ConfigError",
     "Detection",
     "InputError",
+    "InvalidMaxRepeatsError",
+    "LoopBrake",
+    "LoopBrakeError",
     "TextConfig",
     "TextLoopDetector",
     "__version__",
     "action_fingerprint",
     "call_hash",
     "canonical_json",
+    "decorate_tool",
     "hash_prefix",
+    "normalize_max_repeats",
+    "resolve_max_repeats",
     "scan_text",
     "session_key",
+    "wrap_execute",
 ]

@@ -28,6 +28,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from json.encoder import encode_basestring as _quote  # the C escaper of json.dumps(ensure_ascii=False)
 from typing import Any
 
 __all__ = [
@@ -42,8 +43,6 @@ __all__ = [
 #: Nesting deeper than this is refused with a ``ValueError`` (not a ``RecursionError``).
 MAX_DEPTH = 500
 
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _HEX = re.compile("[0-9a-f]{12,128}")
 
@@ -56,19 +55,36 @@ def _join_surrogate_pairs(text: str) -> str:
 
 
 def _escape_char(match: re.Match[str]) -> str:
-    ch = match.group()
-    return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
+    return f"\\u{ord(match.group()):04x}"
 
 
 def _string(text: str) -> str:
-    text = _join_surrogate_pairs(text)
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, text) + '"'
+    # json.dumps (C) escapes exactly like JSON.stringify -- \" \\ \b \f \n \r \t and
+    # \u00xx for other controls, everything else raw -- except lone surrogates,
+    # which only a failed UTF-8 encode reveals (cheap: C speed, no regex scan)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = _join_surrogate_pairs(text)
+        return _LONE_SURROGATE.sub(_escape_char, _quote(text))
+    return _quote(text)
 
 
-def _number(value: float, path: str) -> str:
+Path = tuple[Any, ...]  # (parent path, key or index); the root is ("args",)
+
+
+def _show_path(path: Path) -> str:
+    parts: list[str] = []
+    while len(path) == 2:
+        path, key = path
+        parts.append(f"[{json.dumps(key, ensure_ascii=False)}]" if isinstance(key, str) else f"[{key}]")
+    return str(path[0]) + "".join(reversed(parts))
+
+
+def _number(value: float, path: Path) -> str:
     """ECMAScript ``Number::toString(value)`` (ECMA-262 §6.1.6.1.20)."""
     if not math.isfinite(value):
-        raise ValueError(f"{path}: NaN and infinities cannot be represented in JSON")
+        raise ValueError(f"{_show_path(path)}: NaN and infinities cannot be represented in JSON")
     if value == 0:
         return "0"
     sign = "-" if value < 0 else ""
@@ -102,14 +118,23 @@ def _utf16(key: str) -> bytes:
 
 
 def _ordered_keys(keys: Iterable[str]) -> list[str]:
-    indices = sorted((k for k in keys if _is_array_index(k)), key=int)
-    others = sorted((k for k in keys if not _is_array_index(k)), key=_utf16)
-    return indices + others
+    keys = list(keys)
+    indices = [k for k in keys if k[:1].isdigit() and _is_array_index(k)]
+    if indices:
+        chosen = set(indices)
+        keys = [k for k in keys if k not in chosen]
+        indices.sort(key=int)
+    # UTF-16 order equals code point order unless a key holds an astral character
+    if all(k.isascii() for k in keys):
+        keys.sort()
+    else:
+        keys.sort(key=_utf16)
+    return indices + keys
 
 
-def _encode(value: Any, path: str, depth: int, out: list[str]) -> None:
+def _encode(value: Any, path: Path, depth: int, out: list[str]) -> None:
     if depth > MAX_DEPTH:
-        raise ValueError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+        raise ValueError(f"{_show_path(path)}: nested deeper than {MAX_DEPTH} levels")
     if value is None:
         out.append("null")
     elif value is True:
@@ -119,34 +144,40 @@ def _encode(value: Any, path: str, depth: int, out: list[str]) -> None:
     elif isinstance(value, str):
         out.append(_string(value))
     elif isinstance(value, int):
+        if -(2**53) <= value <= 2**53:
+            out.append(str(value))  # exact in a double, formatted alike
+            return
         try:
             number = float(value)
         except OverflowError:
-            raise ValueError(f"{path}: integer too large for a JSON number") from None
+            raise ValueError(f"{_show_path(path)}: integer too large for a JSON number") from None
         out.append(_number(number, path))
     elif isinstance(value, float):
-        out.append(_number(value, path))
+        if value.is_integer() and -1e21 < value < 1e21:
+            out.append(str(int(value)))  # -0.0 -> "0", 1.0 -> "1", as Number::toString
+        else:
+            out.append(_number(value, path))
     elif isinstance(value, Mapping):
         for key in value:
             if not isinstance(key, str):
-                raise TypeError(f"{path}: object keys must be str, not {type(key).__name__}")
+                raise TypeError(f"{_show_path(path)}: object keys must be str, not {type(key).__name__}")
         out.append("{")
         for i, key in enumerate(_ordered_keys(value)):
             if i:
                 out.append(",")
             out.append(_string(key))
             out.append(":")
-            _encode(value[key], f"{path}[{json.dumps(key, ensure_ascii=False)}]", depth + 1, out)
+            _encode(value[key], (path, key), depth + 1, out)
         out.append("}")
     elif isinstance(value, (list, tuple)):
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _encode(item, f"{path}[{i}]", depth + 1, out)
+            _encode(item, (path, i), depth + 1, out)
         out.append("]")
     else:
-        raise TypeError(f"{path}: {type(value).__name__} cannot be represented in JSON")
+        raise TypeError(f"{_show_path(path)}: {type(value).__name__} cannot be represented in JSON")
 
 
 def canonical_json(value: Any, *, name: str = "args") -> str:
@@ -180,7 +211,7 @@ def canonical_json(value: Any, *, name: str = "args") -> str:
     '{"a":[1,1e+21,0,"x\\\\n"],"b":2}'
     """
     out: list[str] = []
-    _encode(value, name, 0, out)
+    _encode(value, (name,), 0, out)
     return "".join(out)
 
 
@@ -200,7 +231,10 @@ def _parse_args(args: Any) -> Any:
 def _hash_text(text: str) -> bytes:
     # Node's createHash().update(str) encodes UTF-16 as UTF-8: pairs become one
     # character, lone surrogates become U+FFFD.
-    return _LONE_SURROGATE.sub("\ufffd", _join_surrogate_pairs(text)).encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", _join_surrogate_pairs(text)).encode("utf-8")
 
 
 def call_hash(tool: str, args: Any) -> str:
