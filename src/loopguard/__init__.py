@@ -11,6 +11,7 @@ per character; positions are Unicode code points into the original text.
 
 from __future__ import annotations
 
+import logging as _logging
 from importlib.metadata import PackageNotFoundError, version as _version
 
 from .brake import (
@@ -26,6 +27,9 @@ from .config import DETECTOR_KINDS, PROFILES, TextConfig
 from .errors import ConfigError, InputError
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text
+
+# a library logs; the application decides where to (no "last resort" output to stderr)
+_logging.getLogger("loopguard").addHandler(_logging.NullHandler())
 
 try:
     __version__ = _version("loopguard")
