@@ -515,7 +515,7 @@ def test_million_sessions_memory_is_bounded() -> None:
 # --------------------------------------------------------------------------- max_repeats
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, 3.0, True, False, "3x", "", " ", "1.5", "-2", "0", None, [3], "三"])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, 3.0, True, False, "3x", "", " ", "1.5", "-2", "0", [3], "三"])
 def test_invalid_max_repeats_at_construction(bad: Any) -> None:
     with pytest.raises(InvalidMaxRepeatsError) as info:
         LoopBrake(bad)
@@ -731,3 +731,37 @@ def test_doctests() -> None:
     result = doctest.testmod(brake_module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
     assert result.attempted > 0
+
+
+# --- found by an independent review -------------------------------------------------------
+def test_nested_wrappers_pass_call_and_session_ids_through() -> None:
+    brake = LoopBrake(3)
+    ran = []
+
+    def body(args: Any) -> str:
+        ran.append(args)
+        return "ok"
+
+    inner = wrap_execute(body, brake, tool="search")
+    outer = wrap_execute(inner, brake, tool="search")
+    outer({"q": 1}, call_id="c1")
+    assert brake.streak() == 1  # one host call seen by two wrappers counts once
+    outer({"q": 1}, session_id="S", call_id="c2")
+    assert (brake.streak("S"), brake.streak()) == (1, 1)
+    assert len(ran) == 2
+
+
+def test_a_reused_call_id_with_other_arguments_is_a_new_call() -> None:
+    brake = LoopBrake(3)
+    assert brake.check("t", {"a": 1}, call_id="c1") == 1
+    assert brake.check("t", {"a": 1}, call_id="c1") == 1  # the same call seen again
+    assert brake.check("t", {"a": 2}, call_id="c1") == 1  # a new call that reused the id
+    assert brake.check("t", {"a": 2}, call_id="c2") == 2
+
+
+def test_the_environment_applies_when_the_key_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_MAX_REPEATS, "7")
+    assert LoopBrake().max_repeats == 7
+    assert LoopBrake(4).max_repeats == 4  # explicit config wins
+    monkeypatch.delenv(ENV_MAX_REPEATS)
+    assert LoopBrake().max_repeats == 3

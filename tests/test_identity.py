@@ -109,3 +109,19 @@ def test_hash_prefix_rejects_a_non_digest() -> None:
 def test_session_key() -> None:
     assert session_key(None) == session_key("") == "default"
     assert session_key("s1") == "s1" and session_key(7) == "7"
+
+
+def test_whole_floats_beyond_2_53_format_like_javascript() -> None:
+    # node: JSON.stringify(2**60) === "1152921504606847000"
+    assert canonical_json(2.0**60) == canonical_json(2**60) == "1152921504606847000"
+    assert canonical_json(1e18) == "1000000000000000000"
+    assert canonical_json(float(2**53)) == "9007199254740992"
+    assert call_hash("t", {"n": 2.0**60}) == call_hash("t", {"n": 2**60})
+
+
+@pytest.mark.parametrize("key", ["sk-CANARY123", "api_key", "ghp_abcdef", "token", "x" * 40, "a b", "id_1234567"])
+def test_secret_looking_key_names_are_not_shown_in_errors(key: str) -> None:
+    with pytest.raises(ValueError) as info:
+        call_hash("t", {"outer": {key: [1, float("nan")]}})
+    assert str(info.value).startswith('args["outer"][<key>][1]:')
+    assert key not in str(info.value)

@@ -291,7 +291,7 @@ class _Slot:
         self.count = 0
         # call id -> 0 when that call was allowed, else the count it was denied at;
         # created on the first call id (most hosts never send one), capped.
-        self.call_ids: dict[Hashable, int] | None = None
+        self.call_ids: dict[Hashable, tuple[str, int]] | None = None  # id -> (hash, denied at)
 
 
 class LoopBrake:
@@ -299,13 +299,13 @@ class LoopBrake:
 
     Parameters
     ----------
-    max_repeats : int or str, default 3
+    max_repeats : int or str or None, default None
         Identical calls in a row a session may make, counting the denied
         one: at 3, two identical calls run and the third is denied; at 1
         every call is denied (a debugging setting).  Validated by
         :func:`normalize_max_repeats` (integer strings such as ``"4"`` are
-        accepted).  Use :func:`resolve_max_repeats` to apply the
-        ``LOOPGUARD_MAX_REPEATS`` fallback.
+        accepted).  ``None`` (the key missing) reads ``LOOPGUARD_MAX_REPEATS``
+        and defaults to 3 (:func:`resolve_max_repeats`).
     max_sessions : int, default 100_000
         Sessions held; past it the least recently checked session is
         forgotten (LRU), so memory is bounded by one slot per session
@@ -350,8 +350,11 @@ class LoopBrake:
     1
     """
 
-    def __init__(self, max_repeats: int | str = DEFAULT_MAX_REPEATS, *, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
-        self.max_repeats: int = normalize_max_repeats(max_repeats, source="max_repeats")
+    def __init__(
+        self, max_repeats: int | str | None = None, *, max_sessions: int = DEFAULT_MAX_SESSIONS
+    ) -> None:
+        # the key wins; only when it is missing (None) is LOOPGUARD_MAX_REPEATS read (SPEC §5.1)
+        self.max_repeats: int = resolve_max_repeats(max_repeats)
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ConfigError("max_sessions", max_sessions, _RULE, owner="LoopBrake")
         self.max_sessions: int = max_sessions
@@ -413,8 +416,8 @@ class LoopBrake:
             else:
                 sessions.move_to_end(key)
             seen = slot.call_ids
-            if call_id is not None and seen is not None and call_id in seen:
-                denied_at = seen[call_id]
+            if call_id is not None and seen is not None and seen.get(call_id, (None, 0))[0] == digest:
+                denied_at = seen[call_id][1]
                 count = denied_at if denied_at else slot.count
                 repeated = True
             else:
@@ -429,7 +432,7 @@ class LoopBrake:
                 if call_id is not None:
                     if seen is None:
                         seen = slot.call_ids = {}
-                    seen[call_id] = denied_at
+                    seen[call_id] = (digest, denied_at)
                     if len(seen) > CALL_ID_MEMORY:
                         del seen[next(iter(seen))]
         if denied_at:
@@ -490,7 +493,8 @@ class LoopBrake:
 
 def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
     try:
-        params = inspect.signature(fn).parameters
+        # not through __wrapped__: a wrapper (ours included) takes **kwargs and must get them
+        params = inspect.signature(fn, follow_wrapped=False).parameters
     except (TypeError, ValueError):
         return False
     for p in params.values():

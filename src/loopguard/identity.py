@@ -18,7 +18,9 @@ same brake (``../shared/data/call-hash-vectors.json`` holds the shared vectors):
 
 Values JSON cannot carry (NaN, infinities, bytes, sets, other objects) raise
 ``TypeError``/``ValueError`` naming the path of the bad value, e.g.
-``args["opts"][2]``; the value itself is never shown (arguments carry secrets).
+``args["opts"][2]``; the value itself is never shown (arguments carry secrets),
+and a key name is shown only when it is a short plain name that does not look
+like a credential (else ``[<key>]``).
 """
 
 from __future__ import annotations
@@ -73,11 +75,24 @@ def _string(text: str) -> str:
 Path = tuple[Any, ...]  # (parent path, key or index); the root is ("args",)
 
 
+_PLAIN_KEY = re.compile("[A-Za-z_][A-Za-z0-9_]{0,31}")
+_SECRET_LOOKING = re.compile(r"(?i)(sk|pk|rk|gh[pousr]|xox[abprs]|akia|aiza|hf|glpat)[_-]|.*\d{6}|.*(key|token|secret|passw)")
+
+
+def _show_key(key: str) -> str:
+    """A key as shown in an error path: plain short names only (key names can be secrets)."""
+    if _PLAIN_KEY.fullmatch(key) and not _SECRET_LOOKING.match(key):
+        return json.dumps(key)
+    return "<key>"
+
+
 def _show_path(path: Path) -> str:
     parts: list[str] = []
     while len(path) == 2:
         path, key = path
-        parts.append(f"[{json.dumps(key, ensure_ascii=False)}]" if isinstance(key, str) else f"[{key}]")
+        parts.append(f"[{_show_key(key)}]" if isinstance(key, str) else f"[{key}]")
+    if len(parts) > 12:
+        parts = parts[:6] + ["..."] + parts[-5:]
     return str(path[0]) + "".join(reversed(parts))
 
 
@@ -153,7 +168,7 @@ def _encode(value: Any, path: Path, depth: int, out: list[str]) -> None:
             raise ValueError(f"{_show_path(path)}: integer too large for a JSON number") from None
         out.append(_number(number, path))
     elif isinstance(value, float):
-        if value.is_integer() and -1e21 < value < 1e21:
+        if value.is_integer() and -(2.0**53) <= value <= 2.0**53:
             out.append(str(int(value)))  # -0.0 -> "0", 1.0 -> "1", as Number::toString
         else:
             out.append(_number(value, path))
