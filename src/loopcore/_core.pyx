@@ -32,6 +32,10 @@ ctypedef uint32_t cp_t  # one Unicode code point
 
 from . import _reference
 
+cdef extern from "<assert.h>" nogil:
+    # compiled out in release builds (NDEBUG); LOOPCORE_DEBUG=1 builds check every buffer access
+    void check "assert"(bint condition)
+
 cdef extern from "Python.h":
     bint Py_UNICODE_ISALNUM(Py_UCS4 ch) nogil
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
@@ -801,6 +805,7 @@ cdef class ChannelStream:
 
     cdef inline cp_t _at(self, Py_ssize_t i) noexcept nogil:
         """The code point at buffer index ``i``."""
+        check(i >= 0 and i < self.blen)
         if self.width == 1:
             return (<const uint8_t*>self.buf)[i]
         if self.width == 2:
@@ -812,6 +817,7 @@ cdef class ChannelStream:
 
     cdef inline bint _same(self, Py_ssize_t a, Py_ssize_t b, Py_ssize_t count) noexcept nogil:
         """Whether buffer ranges ``[a, a+count)`` and ``[b, b+count)`` hold the same code points."""
+        check(a >= 0 and b >= 0 and a + count <= self.blen and b + count <= self.blen)
         return memcmp(self._ptr(a), self._ptr(b), <size_t>count * self.width) == 0
 
     cdef void _widen(self, cp_t c) noexcept nogil:
