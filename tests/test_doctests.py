@@ -13,6 +13,7 @@ MODULES = [
     "loopguard.text",
     "loopguard.identity",
     "loopguard.brake",
+    "loopguard.redact",
     "loopguard.toolruns",
 ]
 

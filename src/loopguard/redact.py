@@ -1,0 +1,95 @@
+"""Redaction of secret-looking values in text loopguard writes out (SPEC §6 ④, §5.2; seed 002).
+
+Intervention texts, sample dumps and log lines may quote a tool call or a
+model's output; before they do, :func:`redact_secrets` replaces what looks
+like a credential with ``[REDACTED]``:
+
+* API keys with a known prefix (``sk-…``, ``sk_live_…``, ``pk_…``, ``rk_…``,
+  ``ghp_…``/``gho_…``/``ghs_…``/``ghu_…``/``ghr_…``, ``github_pat_…``,
+  ``glpat-…``, ``xoxb-…``/``xoxp-…``/…, ``AKIA…``/``ASIA…``, ``AIza…``,
+  ``hf_…``);
+* ``Bearer <token>`` (the token; the word ``Bearer`` stays);
+* JSON Web Tokens (three base64url segments, the first starting ``eyJ``);
+* the values of ``password=`` / ``passwd=`` / ``pwd=`` / ``token=`` /
+  ``secret=`` / ``api_key=`` / ``access_token=`` (also ``:`` and JSON
+  ``"password": "…"`` forms);
+* 64-hex-digit strings (secrets and private keys; SHA-256 call hashes are
+  never printed in full by loopguard, only their 12-hex prefix).
+
+Never redacted (the seed's counter-examples): ordinary paths, CJK text,
+32-hex digests (MD5 sums, UUIDs without dashes), 40-hex git commits, numbers.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["REDACTED", "redact_secrets"]
+
+REDACTED = "[REDACTED]"
+
+_PREFIXED_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
+    r"|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}"
+    r"|AIza[A-Za-z0-9_-]{35}"
+    r"|hf_[A-Za-z0-9]{30,}"
+    r")"
+)
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{8,}")
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+_ASSIGNMENT = re.compile(
+    r"""(?ix)
+    (["']?\b(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)
+    ["']?\s*[=:]\s*)          # the key and its = or :
+    (?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&}]+)   # the value: quoted, or up to a separator
+    """
+)
+_HEX64 = re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
+
+
+def _assignment(match: re.Match[str]) -> str:
+    value = match.group(0)[len(match.group(1)) :]
+    quote = value[0] if value[:1] in "\"'" else ""
+    return f"{match.group(1)}{quote}{REDACTED}{quote}"
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with secret-looking values replaced by ``[REDACTED]``.
+
+    Parameters
+    ----------
+    text : str
+        Any text (a tool-argument preview, a model output excerpt, a log line).
+
+    Returns
+    -------
+    str
+        The text, redacted; unchanged when nothing looks secret.
+
+    Raises
+    ------
+    TypeError
+        when ``text`` is not a ``str``.
+
+    Examples
+    --------
+    >>> redact_secrets("curl -H 'Authorization: Bearer abc.def.ghi123' https://api.example.com")
+    "curl -H 'Authorization: Bearer [REDACTED]' https://api.example.com"
+    >>> redact_secrets("login password=hunter2 user=bob")
+    'login password=[REDACTED] user=bob'
+    >>> redact_secrets("md5 9e107d9d372bb6826bd81d3542a419d6 in /srv/数据/file.txt")
+    'md5 9e107d9d372bb6826bd81d3542a419d6 in /srv/数据/file.txt'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    text = _JWT.sub(REDACTED, text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _PREFIXED_KEY.sub(REDACTED, text)
+    text = _ASSIGNMENT.sub(_assignment, text)
+    return _HEX64.sub(REDACTED, text)
