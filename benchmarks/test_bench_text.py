@@ -34,6 +34,14 @@ def _run_deltas(impl: str, profile: str, parts: tuple[str, ...]) -> int:
     return n + len(s.finish())
 
 
+def _measure(benchmark, impl: str, run, *args) -> None:
+    """The reference is slow: time it once; the compiled core gets pytest-benchmark's rounds."""
+    if impl == "python":
+        benchmark.pedantic(run, args=args, rounds=1, iterations=1)
+    else:
+        benchmark(run, *args)
+
+
 @needs_core
 @pytest.mark.benchmark(group="bulk")
 @pytest.mark.parametrize("name", ["en", "zh", "late"])
@@ -41,10 +49,7 @@ def _run_deltas(impl: str, profile: str, parts: tuple[str, ...]) -> int:
 def test_bulk_100k(benchmark, impl: str, name: str) -> None:
     text = stream(name, 100_000)
     benchmark.extra_info.update(chars=len(text), impl=impl, stream=name, profile="default")
-    if impl == "python":
-        benchmark.pedantic(_run_bulk, args=(impl, "default", text), rounds=1, iterations=1)
-    else:
-        benchmark(_run_bulk, impl, "default", text)
+    _measure(benchmark, impl, _run_bulk, impl, "default", text)
 
 
 @needs_core
@@ -54,10 +59,7 @@ def test_bulk_100k(benchmark, impl: str, name: str) -> None:
 def test_delta4_100k(benchmark, impl: str, name: str) -> None:
     parts = pieces(name, 100_000, 4)
     benchmark.extra_info.update(chars=100_000, deltas=len(parts), impl=impl, stream=name, profile="default")
-    if impl == "python":
-        benchmark.pedantic(_run_deltas, args=(impl, "default", parts), rounds=1, iterations=1)
-    else:
-        benchmark(_run_deltas, impl, "default", parts)
+    _measure(benchmark, impl, _run_deltas, impl, "default", parts)
 
 
 @needs_core
