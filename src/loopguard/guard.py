@@ -1,0 +1,1152 @@
+"""ToolGuard: outcome-aware tool-loop detection and the intervention ladder (SPEC §5.2; seeds 001, 002).
+
+The guard sits on a host's tool pipeline: :meth:`ToolGuard.before_call` runs
+before a tool executes and may deny it; :meth:`ToolGuard.after_call` sees the
+result and returns interventions (texts for the model, or a cancel signal).
+Everything is keyed by ``session_id`` and survives new user messages (seed
+001); :meth:`ToolGuard.reset` / :meth:`ToolGuard.dispose` forget it.
+
+Rules (seed names; the texts are in :mod:`loopguard.messages`):
+
+* **D1 zero-information repeat.**  Per (session, call key) the guard keeps
+  the last result hash and how many executions in a row returned it.  The
+  execution that makes the count reach the limit yields an I1 reminder; the
+  next request of that key is denied before it runs (I3), the reason
+  carrying hash evidence, a summary of the previous result (I2), one
+  concrete alternative action and the escape hatch.  The next request of a
+  denied key runs once (``escape_runs``); the same result again locks the
+  key for the session, a different result resets the chain.  A result that
+  changes (polling) never triggers.  The limit is ``repeat_limit`` (1 in
+  replay mode, D1'), plus ``polling_grace`` for a key whose result has
+  changed before in this session (a poll that made progress gets one more
+  identical result before it is denied: the rollout that stays at "2 of 6"
+  for one poll is not stuck).
+  *Beyond the seed:* with ``progress_resets_repeats`` (default), a call of
+  another key that brought new information between two executions breaks
+  the chain and unlocks the key: after an edit, re-running the same test is
+  not zero-information (the world changed).
+* **D1' replay.**  :meth:`ToolGuard.observe_attempt` compares the stream
+  signature of adjacent attempts (reasoning + text + tool calls, at least
+  ``min_replay_chars``); identical → replay mode (limit 1) until an attempt
+  differs.
+* **D2 drift.**  A result of a key whose non-empty line set has Jaccard
+  ``>= overlap_threshold`` with one of the last ``overlap_window`` results
+  of *other* keys (both with at least 3 lines) → I1.  *Beyond the seed:*
+  only when the result adds no line absent from those recent results, so
+  an edit whose confirmation echoes the file with the changed lines is not
+  drift.
+* **D3 error avoidance.**  After a failed call, ``error_watch_steps`` calls
+  without a remedial action → I1.  Remedial: a tool in ``remedial_tools``,
+  or a call sharing a path-like argument value (a path, file name or URL)
+  with the failed call, or a successful call of the failed tool (the tool
+  works; the failure was about its input: batch work over items of which
+  some fail is not avoidance).  A later failure starts a new watch.
+* **D4 no progress.**  ``anchor_window`` consecutive calls without new
+  information → I4 progress anchor.  *New information* = a (call key,
+  result hash) pair never seen in the session that is not a D2 near-copy.
+* **D5 unscoped search.**  A tool in ``search_tools`` without any non-empty
+  ``scope_fields`` → deny (``unscoped_search="deny"``) or allow.
+* **I5 circuit breaker.**  ``circuit_break_after`` consecutive calls with an
+  intervention and without new information → an intervention telling the
+  model to stop and report, with ``action="cancel"`` for the host.
+* **Cycles** (beyond the seeds).  A pattern of 2–``cycle_max_period`` calls
+  of at least two keys whose executions repeat with identical results:
+  ``cycle_notice_periods`` full periods → notice, after
+  ``cycle_deny_periods`` full periods the next call continuing it is denied.
+  Never while any result changes (the results are part of the pattern).
+* **②b repeat streak** (seed 002).  ``repeat_call_limit`` consecutive
+  requests with the same :func:`~loopguard.identity.action_fingerprint`
+  (``description`` dropped) → ``cancel``; tools in ``repeat_call_exempt``
+  never count.  With ``repeat_call_needs_same_result`` (default; loopguard's
+  outcome-aware reading) a changed result restarts the streak, so a poll
+  that makes progress is never cancelled; ``False`` is the seed's
+  arguments-only rule.
+* **② stall / ③ strikes** (seed 002) on an injectable ``clock`` (seconds):
+  :meth:`ToolGuard.check_stall` reports ``stalled`` after ``stall_minutes``
+  without a progress event (``stall_minutes_with_tool`` while a tool call is
+  pending); :meth:`ToolGuard.strike` counts strong signals (text loop,
+  stalled, repeat streak) and returns a cancel intervention when
+  ``strikes_before_cancel`` fall within ``strike_window_minutes``.
+
+``notice_only=True`` turns every deny into a notice.  ``include`` /
+``exclude`` are ``fnmatch`` globs on the tool name (case-sensitive);
+excluded tools pass through D1–D5, cycles and I5 untouched.
+
+Arguments never appear in errors, logs or evidence; intervention texts carry
+at most ``arguments_preview_chars`` of them, redacted.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+from . import identity, messages
+from .errors import ConfigError
+from .identity import session_key
+from .results import (
+    DEFAULT_VOLATILE_FIELDS,
+    normalize_result,
+    result_digest,
+    result_lines,
+    result_text,
+    summarize_result,
+)
+
+__all__ = [
+    "ToolGuardConfig",
+    "ToolGuard",
+    "Decision",
+    "Intervention",
+    "DECISION_ACTIONS",
+    "GUARD_KINDS",
+]
+
+logger = logging.getLogger("loopguard.guard")
+
+DECISION_ACTIONS = ("allow", "notice", "deny", "cancel")
+
+#: Kinds of decisions and interventions, with the seed rule each comes from.
+GUARD_KINDS: dict[str, str] = {
+    "repeat": "D1",
+    "locked": "D1",
+    "drift": "D2",
+    "error_avoidance": "D3",
+    "no_progress": "D4",
+    "unscoped_search": "D5",
+    "circuit_breaker": "I5",
+    "cycle": "cycle",
+    "repeat_streak": "②b",
+    "stalled": "②",
+    "strikes": "③",
+}
+
+_EXCLUDE = ("job_output", "job_kill", "job_list", "ask_user_question", "schedule_*", "todo_write")
+_BIG = 1_000_000
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError
+    items = tuple(value)
+    if not all(isinstance(v, str) and v for v in items):
+        raise TypeError
+    return items
+
+
+@dataclass(frozen=True)
+class ToolGuardConfig:
+    """Every key of seed 001's config table and the 002 keys of SPEC §5.2, validated.
+
+    Seed 001: ``repeat_limit`` (2), ``escape_runs`` (1), ``notice_only``
+    (False), ``include`` (() = all tools), ``exclude`` (``job_output``,
+    ``job_kill``, ``job_list``, ``ask_user_question``, ``schedule_*``,
+    ``todo_write``), ``search_tools`` (``grep``, ``search``,
+    ``search_file_content``), ``scope_fields`` (``path``, ``include``),
+    ``unscoped_search`` (``"deny"`` | ``"allow"``), ``arguments_preview_chars``
+    (300), ``overlap_threshold`` (0.9), ``overlap_window`` (10),
+    ``error_watch_steps`` (3), ``remedial_tools`` (``read``), ``anchor_window``
+    (5), ``replay_detection`` (True), ``min_replay_chars`` (100),
+    ``circuit_break_after`` (6).
+
+    Seed 002: ``repeat_call_limit`` (6), ``repeat_call_exempt``
+    (``job_output``, ``job_list``), ``stall_minutes`` (10),
+    ``stall_minutes_with_tool`` (45), ``strikes_before_cancel`` (2),
+    ``strike_window_minutes`` (120).
+
+    loopguard's own (documented in :mod:`loopguard.guard`):
+    ``polling_grace`` (1; 0 = seed-exact D1), ``progress_resets_repeats``
+    (True; False = seed-exact D1), ``repeat_call_needs_same_result`` (True;
+    False = seed-exact ②b), ``cycle_max_period`` (5), ``cycle_notice_periods``
+    (3), ``cycle_deny_periods`` (5), ``volatile_result_fields``
+    (:data:`loopguard.results.DEFAULT_VOLATILE_FIELDS`),
+    ``volatile_result_fields_by_tool`` ({glob: fields} replacing the default
+    for matching tools), ``normalize_results`` (True),
+    ``result_summary_chars`` (240), ``language`` (``"auto"`` | ``"en"`` |
+    ``"zh"``), ``max_sessions`` (10_000, LRU), ``max_keys_per_session``
+    (1024, LRU).
+
+    Sequences accept any iterable of non-empty strings and are stored as
+    tuples.  Minutes may be fractional.
+
+    Raises
+    ------
+    ConfigError
+        (a ``ValueError``) naming the key, the value and the rule, at
+        construction.
+
+    Examples
+    --------
+    >>> ToolGuardConfig().repeat_limit, ToolGuardConfig(notice_only=True).notice_only
+    (2, True)
+    >>> ToolGuardConfig(repeat_limit=0)
+    Traceback (most recent call last):
+    ...
+    loopguard.errors.ConfigError: ToolGuardConfig: repeat_limit=0 is invalid: must be an integer from 1 to 1000000
+    """
+
+    repeat_limit: int = 2
+    escape_runs: int = 1
+    notice_only: bool = False
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = _EXCLUDE
+    search_tools: Sequence[str] = ("grep", "search", "search_file_content")
+    scope_fields: Sequence[str] = ("path", "include")
+    unscoped_search: Literal["deny", "allow"] = "deny"
+    arguments_preview_chars: int = 300
+    overlap_threshold: float = 0.9
+    overlap_window: int = 10
+    error_watch_steps: int = 3
+    remedial_tools: Sequence[str] = ("read",)
+    anchor_window: int = 5
+    replay_detection: bool = True
+    min_replay_chars: int = 100
+    circuit_break_after: int = 6
+    # seed 002
+    repeat_call_limit: int = 6
+    repeat_call_exempt: Sequence[str] = ("job_output", "job_list")
+    stall_minutes: float = 10
+    stall_minutes_with_tool: float = 45
+    strikes_before_cancel: int = 2
+    strike_window_minutes: float = 120
+    # loopguard
+    polling_grace: int = 1
+    progress_resets_repeats: bool = True
+    repeat_call_needs_same_result: bool = True
+    cycle_max_period: int = 5
+    cycle_notice_periods: int = 3
+    cycle_deny_periods: int = 5
+    volatile_result_fields: Sequence[str] = DEFAULT_VOLATILE_FIELDS
+    volatile_result_fields_by_tool: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    normalize_results: bool = True
+    result_summary_chars: int = 240
+    language: Literal["auto", "en", "zh"] = "auto"
+    max_sessions: int = 10_000
+    max_keys_per_session: int = 1024
+
+    def __post_init__(self) -> None:
+        ints = {
+            "repeat_limit": (1, _BIG),
+            "escape_runs": (0, _BIG),
+            "arguments_preview_chars": (0, _BIG),
+            "overlap_window": (1, 10_000),
+            "error_watch_steps": (1, _BIG),
+            "anchor_window": (1, _BIG),
+            "min_replay_chars": (0, _BIG),
+            "circuit_break_after": (1, _BIG),
+            "repeat_call_limit": (1, _BIG),
+            "strikes_before_cancel": (1, _BIG),
+            "polling_grace": (0, _BIG),
+            "cycle_max_period": (2, 64),
+            "cycle_notice_periods": (2, _BIG),
+            "cycle_deny_periods": (2, _BIG),
+            "result_summary_chars": (16, _BIG),
+            "max_sessions": (1, 100_000_000),
+            "max_keys_per_session": (1, 100_000_000),
+        }
+        set_ = object.__setattr__
+        for key, (lo, hi) in ints.items():
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                raise ConfigError(key, value, f"an integer from {lo} to {hi}", owner="ToolGuardConfig")
+        for key in ("notice_only", "replay_detection", "progress_resets_repeats",
+                    "repeat_call_needs_same_result", "normalize_results"):
+            value = getattr(self, key)
+            if not isinstance(value, bool):
+                raise ConfigError(key, value, "True or False", owner="ToolGuardConfig")
+        for key in ("stall_minutes", "stall_minutes_with_tool", "strike_window_minutes"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1e7:
+                raise ConfigError(key, value, "a number of minutes > 0", owner="ToolGuardConfig")
+        value = self.overlap_threshold
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            raise ConfigError("overlap_threshold", value, "a number in (0, 1]", owner="ToolGuardConfig")
+        for key in ("include", "exclude", "search_tools", "scope_fields", "remedial_tools",
+                    "repeat_call_exempt", "volatile_result_fields"):
+            value = getattr(self, key)
+            try:
+                set_(self, key, _strings(value))
+            except TypeError:
+                raise ConfigError(key, value, "a list of non-empty strings", owner="ToolGuardConfig") from None
+        by_tool = self.volatile_result_fields_by_tool
+        if not isinstance(by_tool, Mapping):
+            raise ConfigError("volatile_result_fields_by_tool", by_tool, "a mapping of tool glob -> list of field names",
+                              owner="ToolGuardConfig")
+        checked: dict[str, tuple[str, ...]] = {}
+        for glob, names in by_tool.items():
+            try:
+                if not isinstance(glob, str) or not glob:
+                    raise TypeError
+                checked[glob] = _strings(names) if names else ()
+            except TypeError:
+                raise ConfigError("volatile_result_fields_by_tool", by_tool,
+                                  "a mapping of tool glob -> list of field names", owner="ToolGuardConfig") from None
+        set_(self, "volatile_result_fields_by_tool", checked)
+        if self.unscoped_search not in ("deny", "allow"):
+            raise ConfigError("unscoped_search", self.unscoped_search, "'deny' or 'allow'", owner="ToolGuardConfig")
+        if self.language not in messages.LANGUAGES:
+            raise ConfigError("language", self.language, "'auto', 'en' or 'zh'", owner="ToolGuardConfig")
+        if self.cycle_deny_periods < self.cycle_notice_periods:
+            raise ConfigError("cycle_deny_periods", self.cycle_deny_periods,
+                              f">= cycle_notice_periods ({self.cycle_notice_periods})", owner="ToolGuardConfig")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> ToolGuardConfig:
+        """Build from a mapping (a parsed config file); unknown keys → ``ConfigError``.
+        camelCase keys of the seed's table (``repeatLimit``) are accepted too."""
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            name = re.sub(r"(?<!^)(?=[A-Z])", "_", str(key)).lower() if isinstance(key, str) else key
+            if name not in known:
+                raise ConfigError(str(key), value, "a known key (see ToolGuardConfig's docstring)",
+                                  owner="ToolGuardConfig")
+            values[name] = value
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> ToolGuardConfig:
+        """A copy with ``changes`` applied (validated like the constructor)."""
+        return replace(self, **changes)
+
+    def volatile_fields_for(self, tool: str) -> tuple[str, ...]:
+        """The volatile result fields for ``tool`` (the first matching per-tool glob wins)."""
+        for glob, names in self.volatile_result_fields_by_tool.items():
+            if fnmatch.fnmatchcase(tool, glob):
+                return tuple(names)
+        return tuple(self.volatile_result_fields)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :meth:`ToolGuard.before_call` decides about a call request.
+
+    Attributes
+    ----------
+    action : str
+        ``"allow"`` (run it), ``"notice"`` (run it; show ``reason`` to the
+        model), ``"deny"`` (do not run it; return ``reason`` as the tool
+        result), ``"cancel"`` (do not run it; cancel the turn).
+    kind : str | None
+        Which rule decided (see :data:`GUARD_KINDS`); ``None`` for a plain allow.
+    reason : str
+        The text for the model (``""`` for a plain allow).
+    rule : str
+        The seed rule (``"D1"``, ``"D5"``, ``"②b"``, …), ``""`` for a plain allow.
+    tool : str
+        The tool name.
+    call_index : int
+        0-based index of this request in the session.
+    evidence : dict
+        Numbers and hash prefixes (never arguments or results).
+    """
+
+    action: Literal["allow", "notice", "deny", "cancel"]
+    kind: str | None = None
+    reason: str = ""
+    rule: str = ""
+    tool: str = ""
+    call_index: int = 0
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def allowed(self) -> bool:
+        """True when the tool should run (``allow`` or ``notice``)."""
+        return self.action in ("allow", "notice")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"action": self.action, "kind": self.kind, "rule": self.rule, "tool": self.tool,
+                "call_index": self.call_index, "reason": self.reason, "evidence": dict(self.evidence)}
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """A message for the model after a call (seed 001 I1/I4/I5; seed 002 signals).
+
+    Attributes
+    ----------
+    action : str
+        ``"notice"`` (add ``text`` to the conversation) or ``"cancel"`` (add
+        it and cancel the turn: I5, ②b, ③).
+    kind : str
+        See :data:`GUARD_KINDS`.
+    rule : str
+        The seed rule.
+    text : str
+        The message, starting with ``[loopguard]``.
+    tool : str
+        The tool of the call that triggered it (``""`` for session signals).
+    call_index : int
+        0-based index of the call in the session (-1 for session signals).
+    evidence : dict
+        Numbers and hash prefixes (never arguments or results).
+    source : str
+        Always ``"loopguard"``.
+    """
+
+    action: Literal["notice", "cancel"]
+    kind: str
+    rule: str
+    text: str
+    tool: str = ""
+    call_index: int = -1
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    source: str = messages.SOURCE
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"action": self.action, "kind": self.kind, "rule": self.rule, "tool": self.tool,
+                "call_index": self.call_index, "text": self.text, "evidence": dict(self.evidence),
+                "source": self.source}
+
+
+class _Key:
+    """D1 state of one call key."""
+
+    __slots__ = ("tool", "last", "same", "epoch", "denied", "escapes", "escaping", "locked", "changed",
+                 "summary", "alternative", "lang")
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self.last: str | None = None  # last result hash
+        self.same = 0  # executions in a row that returned it
+        self.epoch = 0  # session progress epoch after its last execution
+        self.denied = False  # the last request was denied
+        self.escapes = 0  # escape runs used in this chain
+        self.escaping = False  # the current execution is an escape run
+        self.locked = False
+        self.changed = False  # the key's result has changed before
+        self.summary = ""
+        self.alternative = ""
+        self.lang = "en"
+
+
+class _Session:
+    __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
+                 "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
+                 "streak_result", "strikes", "executions", "last_progress", "pending", "stalled", "call_ids", "lang")
+
+    def __init__(self, now: float) -> None:
+        self.keys: OrderedDict[str, _Key] = OrderedDict()
+        self.seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.recent: deque[tuple[str, str, frozenset[str]]] = deque()
+        self.epoch = 0
+        self.history: deque[tuple[str, str, str]] = deque()  # (key, result hash, tool) of executions
+        self.cycle_noticed: set[tuple[int, int]] = set()
+        self.watch: tuple[str, frozenset[str], int] | None = None  # D3: (tool, paths, calls since)
+        self.no_new = 0  # D4
+        self.streak = 0  # I5: calls with interventions since new information
+        self.streak_index = -1  # last call index counted in ``streak``
+        self.calls = 0
+        self.executions = 0
+        self.replay = False
+        self.signature: str | None = None
+        self.streak_fp: str | None = None  # ②b
+        self.streak_count = 0
+        self.streak_result: str | None = None
+        self.strikes: deque[tuple[float, str]] = deque()
+        self.last_progress = now
+        self.pending = 0
+        self.stalled = False
+        self.call_ids: OrderedDict[Hashable, tuple[str, int, Decision | None]] = OrderedDict()
+        self.lang = "en"
+
+
+_SEEN_MAX = 8192
+_CALL_IDS_MAX = 256
+_PATH_KEY = re.compile(r"(?i)(path|file|dir|folder|url|uri|cwd|target)")
+_PATH_TOKEN = re.compile(r"""(?:[A-Za-z][A-Za-z0-9+.-]*://[^\s'"`]+|[^\s'"`=:,;()<>|&]*[/\\][^\s'"`,;()<>|&]*|[^\s'"`=:,;()<>|&/\\]+\.[A-Za-z0-9]{1,8})""")
+_MATCH_LINE = re.compile(r"(?m)^\s*([^\s:]+\.[A-Za-z0-9]{1,8}):(\d+)[:\s]")
+
+
+def _path_values(args: Any) -> frozenset[str]:
+    """Path-like values of a call's arguments: values of keys named like paths,
+    files, dirs or URLs, and path/URL/file-name tokens inside any string."""
+    out: set[str] = set()
+
+    def walk(value: Any, key: str, depth: int) -> None:
+        if depth > 20 or len(out) > 256:
+            return
+        if isinstance(value, str):
+            if _PATH_KEY.search(key) and value.strip():
+                out.add(value.strip().rstrip("/"))
+            for token in _PATH_TOKEN.findall(value[:4096]):
+                token = token.strip(".").rstrip("/")
+                if len(token) > 2:
+                    out.add(token)
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(v, str(k), depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, key, depth + 1)
+
+    walk(args, "", 0)
+    return frozenset(out)
+
+
+def _matches(tool: str, globs: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(tool, g) for g in globs)
+
+
+def _has_scope(args: Any, scope_fields: Sequence[str]) -> bool:
+    if not isinstance(args, Mapping):
+        return False
+    for name in scope_fields:
+        value = args.get(name)
+        if value is None or value == "" or value == [] or value == {}:
+            continue
+        return True
+    return False
+
+
+def _check_tool(tool: Any) -> str:
+    if not isinstance(tool, str) or not tool:
+        raise TypeError(f"tool must be a non-empty str, not {type(tool).__name__}")
+    return tool
+
+
+class ToolGuard:
+    """Outcome-aware tool-loop guard for many sessions (SPEC §5.2; seeds 001, 002).
+
+    Parameters
+    ----------
+    config : ToolGuardConfig | Mapping | None
+        The configuration (``None`` = defaults; a mapping goes through
+        :meth:`ToolGuardConfig.from_mapping`).
+    clock : callable returning seconds, optional
+        Time source for ② stall and ③ strikes (default ``time.monotonic``);
+        inject a fake clock in tests.
+
+    Thread-safe: one lock guards all sessions.  Memory: at most
+    ``max_sessions`` sessions (least recently used evicted), each with at
+    most ``max_keys_per_session`` call keys, 8192 seen (key, result) pairs,
+    ``overlap_window`` line sets and a few dozen history entries.
+
+    Raises
+    ------
+    ConfigError
+        for an invalid configuration.
+
+    Examples
+    --------
+    >>> guard = ToolGuard()
+    >>> for _ in range(2):
+    ...     guard.before_call("s1", "grep", {"pattern": "x", "path": "src"}).action
+    ...     [i.kind for i in guard.after_call("s1", "grep", {"pattern": "x", "path": "src"}, "a.py:3: x")]
+    'allow'
+    []
+    'allow'
+    ['repeat']
+    >>> guard.before_call("s1", "grep", {"pattern": "x", "path": "src"}).action
+    'deny'
+    """
+
+    def __init__(self, config: ToolGuardConfig | Mapping[str, Any] | None = None, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if config is None:
+            config = ToolGuardConfig()
+        elif isinstance(config, Mapping):
+            config = ToolGuardConfig.from_mapping(config)
+        elif not isinstance(config, ToolGuardConfig):
+            raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
+        if not callable(clock):
+            raise TypeError("clock must be a callable returning seconds")
+        self.config: ToolGuardConfig = config
+        self._clock = clock
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"ToolGuard(sessions={len(self._sessions)})"
+
+    def __len__(self) -> int:
+        """The number of sessions with state."""
+        return len(self._sessions)
+
+    # ------------------------------------------------------------------ state
+
+    def _session(self, session_id: Any) -> _Session:
+        sid = session_key(session_id)
+        state = self._sessions.get(sid)
+        if state is None:
+            state = self._sessions[sid] = _Session(self._clock())
+            while len(self._sessions) > self.config.max_sessions:
+                self._sessions.popitem(last=False)
+        else:
+            self._sessions.move_to_end(sid)
+        return state
+
+    def _key(self, s: _Session, key: str, tool: str) -> _Key:
+        state = s.keys.get(key)
+        if state is None:
+            state = s.keys[key] = _Key(tool)
+            state.epoch = s.epoch
+            while len(s.keys) > self.config.max_keys_per_session:
+                s.keys.popitem(last=False)
+        else:
+            s.keys.move_to_end(key)
+        return state
+
+    def _tracked(self, tool: str) -> bool:
+        cfg = self.config
+        if cfg.include and not _matches(tool, cfg.include):
+            return False
+        return not _matches(tool, cfg.exclude)
+
+    def reset(self, session_id: Any = None) -> None:
+        """Forget one session's state (``session_id`` given) or every session's."""
+        with self._lock:
+            if session_id is None:
+                self._sessions.clear()
+            else:
+                self._sessions.pop(session_key(session_id), None)
+
+    def dispose(self) -> None:
+        """Forget all state; the guard stays usable."""
+        self.reset()
+
+    # -------------------------------------------------------------- helpers
+
+    def _count_intervention(self, s: _Session, index: int) -> Intervention | None:
+        """I5: count a call with an intervention; the breaker when the streak is full."""
+        if s.streak_index == index:
+            return None
+        s.streak_index = index
+        s.streak += 1
+        if s.streak < self.config.circuit_break_after:
+            return None
+        count, s.streak = s.streak, 0
+        text = messages.render("circuit_breaker", s.lang, count=count)
+        logger.warning("circuit breaker: %d interventions without progress (session call %d)", count, index)
+        return Intervention("cancel", "circuit_breaker", "I5", text, call_index=index, evidence={"interventions": count})
+
+    def _lang(self, s: _Session, sample: str) -> str:
+        lang = messages.pick_language(self.config.language, sample)
+        if self.config.language == "auto" and not sample.strip():
+            lang = s.lang
+        s.lang = lang
+        return lang
+
+    def _limit(self, s: _Session, k: _Key) -> int:
+        if s.replay:
+            return 1
+        return self.config.repeat_limit + (self.config.polling_grace if k.changed else 0)
+
+    def _broken_chain(self, s: _Session, k: _Key) -> bool:
+        return self.config.progress_resets_repeats and k.epoch != s.epoch
+
+    def _cycle(self, s: _Session, key: str | None = None) -> tuple[int, int, int] | None:
+        """(period, full periods, run length) of the longest cyclic tail of
+        executions, or ``None``; with ``key`` only a cycle whose next call is ``key``."""
+        hist = s.history
+        n = len(hist)
+        best: tuple[int, int, int] | None = None
+        for p in range(2, self.config.cycle_max_period + 1):
+            if n < 2 * p:
+                break
+            run = p
+            i = n - 1
+            while i - p >= 0 and hist[i][:2] == hist[i - p][:2]:
+                run += 1
+                i -= 1
+            periods = run // p
+            if periods < 2:
+                continue
+            unit = [hist[j][0] for j in range(n - p, n)]
+            if len(set(unit)) < 2:
+                continue
+            # the primitive period only: a multiple of a shorter cycle is that cycle
+            if any(p % q == 0 and all(hist[j][:2] == hist[j - q][:2] for j in range(n - p, n))
+                   for q in range(2, p)):
+                continue
+            if key is not None and hist[n - p][0] != key:
+                continue
+            if best is None or periods > best[1]:
+                best = (p, periods, run)
+        return best
+
+    def _tools_of_cycle(self, s: _Session, period: int) -> str:
+        tools = [s.history[j][2] for j in range(len(s.history) - period, len(s.history))]
+        return " → ".join(f"`{t}`" for t in tools)
+
+    # ---------------------------------------------------------- before_call
+
+    def before_call(self, session_id: Any, tool: str, args: Any, *, call_id: Hashable | None = None) -> Decision:
+        """Decide about a tool call before it runs (the ``tools/pre-execute`` seam of seed 001).
+
+        Parameters
+        ----------
+        session_id : Any
+            The session (``None`` → ``"default"``; see :func:`loopguard.session_key`).
+        tool : str
+            The tool name (non-empty).
+        args : Any
+            The arguments: a JSON-like value or a JSON string (parsed first).
+        call_id : hashable, optional
+            The host's call id: a request seen twice with the same id (two
+            wrappers) is decided once; the second sight returns the first
+            decision.
+
+        Returns
+        -------
+        Decision
+            ``allow`` | ``notice`` | ``deny`` | ``cancel`` with kind, reason, evidence.
+
+        Raises
+        ------
+        TypeError
+            when ``tool`` is not a non-empty ``str`` (nothing is recorded).
+        """
+        tool = _check_tool(tool)
+        parsed = identity._parse_args(args)
+        key = _call_key(tool, parsed)
+        with self._lock:
+            s = self._session(session_id)
+            if call_id is not None:
+                seen = s.call_ids.get(call_id)
+                if seen is not None and seen[0] == key and seen[2] is not None:
+                    return seen[2]
+            decision = self._before(s, tool, parsed, key)
+            if call_id is not None:
+                s.call_ids[call_id] = (key, decision.call_index, decision)
+                while len(s.call_ids) > _CALL_IDS_MAX:
+                    s.call_ids.popitem(last=False)
+            return decision
+
+    def _before(self, s: _Session, tool: str, args: Any, key: str) -> Decision:
+        cfg = self.config
+        index = s.calls
+        s.calls += 1
+        s.last_progress = self._clock()
+        s.stalled = False
+        # ②b repeat streak on the action fingerprint (seed 002)
+        streak_decision: Decision | None = None
+        if not _matches(tool, cfg.repeat_call_exempt):
+            fp = _fingerprint(tool, args)
+            if fp == s.streak_fp:
+                s.streak_count += 1
+            else:
+                s.streak_fp, s.streak_count, s.streak_result = fp, 1, None
+            if s.streak_count >= cfg.repeat_call_limit:
+                lang = self._lang(s, "")
+                text = messages.render("repeat_streak", lang, tool=tool, count=s.streak_count)
+                evidence = {"count": s.streak_count, "limit": cfg.repeat_call_limit, "fingerprint": fp[:12]}
+                self._strike(s, "repeat_streak")
+                logger.warning("repeat streak: %s requested %d times in a row (%s)", tool, s.streak_count, fp[:12])
+                streak_decision = Decision("cancel", "repeat_streak", text, "②b", tool, index, evidence)
+        else:
+            s.streak_fp, s.streak_count, s.streak_result = None, 0, None
+        if not self._tracked(tool):
+            if streak_decision is not None:
+                return streak_decision
+            s.pending += 1
+            return Decision("allow", tool=tool, call_index=index)
+        decision = self._before_tracked(s, tool, args, key, index)
+        if streak_decision is not None:
+            return streak_decision
+        if decision.action in ("notice", "deny"):
+            breaker = self._count_intervention(s, index)
+            if breaker is not None:
+                decision = Decision("cancel", "circuit_breaker", decision.reason + "\n" + breaker.text, "I5",
+                                    tool, index, {**decision.evidence, **breaker.evidence})
+        if decision.allowed:
+            s.pending += 1
+        return decision
+
+    def _deny(self, kind: str, rule: str, text: str, tool: str, index: int, evidence: dict[str, Any]) -> Decision:
+        action: Literal["notice", "deny"] = "notice" if self.config.notice_only else "deny"
+        logger.info("%s %s: %s (call %d)", action, kind, tool, index)
+        return Decision(action, kind, text, rule, tool, index, evidence)
+
+    def _before_tracked(self, s: _Session, tool: str, args: Any, key: str, index: int) -> Decision:
+        cfg = self.config
+        # D5 unscoped search
+        if cfg.unscoped_search == "deny" and _matches(tool, cfg.search_tools) and not _has_scope(args, cfg.scope_fields):
+            preview = messages.arguments_preview(args, cfg.arguments_preview_chars)
+            lang = self._lang(s, preview)
+            text = messages.render(
+                "unscoped_deny", lang, tool=tool, fields=" / ".join(f"`{f}`" for f in cfg.scope_fields),
+                field=cfg.scope_fields[0],
+                args=messages.render("args_preview", lang, preview=preview) if preview else "",
+            )
+            return self._deny("unscoped_search", "D5", text, tool, index, {"scope_fields": list(cfg.scope_fields)})
+        k = s.keys.get(key)
+        if k is not None:
+            if self._broken_chain(s, k):
+                k.same, k.locked, k.denied, k.escapes, k.escaping = 0, False, False, 0, False
+                k.epoch = s.epoch
+            s.keys.move_to_end(key)
+            digest = (k.last or "")[:16]
+            if k.locked:
+                text = messages.render(
+                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest, summary=k.summary,
+                    alternative=k.alternative, args="", escape=messages.render("no_escape", k.lang),
+                )
+                return self._deny("locked", "D1", text, tool, index, {"count": k.same, "hash": digest, "locked": True})
+            limit = self._limit(s, k)
+            if k.last is not None and k.same >= limit:
+                if k.denied and k.escapes < cfg.escape_runs:
+                    k.escapes += 1
+                    k.escaping = True
+                    k.denied = False
+                    logger.info("escape run: %s (call %d)", tool, index)
+                    return Decision("allow", "repeat", "", "D1", tool, index,
+                                    {"escape_run": True, "count": k.same, "hash": digest})
+                k.denied = True
+                preview = messages.arguments_preview(args, cfg.arguments_preview_chars)
+                escape = messages.render("escape" if k.escapes < cfg.escape_runs else "no_escape", k.lang)
+                text = messages.render(
+                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest, summary=k.summary,
+                    alternative=k.alternative, escape=escape,
+                    args=messages.render("args_preview", k.lang, preview=preview) if preview else "",
+                )
+                if s.replay:
+                    text = text.replace("\n", messages.render("replay", k.lang) + "\n", 1)
+                return self._deny("repeat", "D1", text, tool, index,
+                                  {"count": k.same, "limit": limit, "hash": digest, "replay": s.replay})
+        # cycles: deny the call that continues a long cycle
+        cycle = self._cycle(s, key)
+        if cycle is not None and cycle[1] >= cfg.cycle_deny_periods:
+            period, periods, _ = cycle
+            text = messages.render("cycle_deny", s.lang, period=period, periods=periods,
+                                   tools=self._tools_of_cycle(s, period))
+            return self._deny("cycle", "cycle", text, tool, index, {"period": period, "periods": periods})
+        return Decision("allow", tool=tool, call_index=index)
+
+    # ----------------------------------------------------------- after_call
+
+    def after_call(self, session_id: Any, tool: str, args: Any, result: Any, *, error: bool = False,
+                   call_id: Hashable | None = None) -> list[Intervention]:
+        """Observe a tool result (the ``tools/post-execute`` seam of seed 001).
+
+        Parameters
+        ----------
+        session_id, tool, args, call_id
+            As for :meth:`before_call` (a ``call_id`` whose result was
+            already observed is ignored: ``[]``).
+        result : str | bytes | JSON-like
+            The tool's result; hashed canonically after normalisation
+            (:mod:`loopguard.results`).
+        error : bool
+            The tool failed (part of the result hash; starts a D3 watch).
+
+        Returns
+        -------
+        list[Intervention]
+            Reminders (I1: D1, D2, D3, cycle), the progress anchor (I4), and
+            the circuit breaker (I5, ``action="cancel"``), in that order.
+
+        Raises
+        ------
+        TypeError
+            when ``tool`` is not a non-empty ``str`` or ``error`` is not a bool.
+        """
+        tool = _check_tool(tool)
+        if not isinstance(error, bool):
+            raise TypeError(f"error must be a bool, not {type(error).__name__}")
+        parsed = identity._parse_args(args)
+        key = _call_key(tool, parsed)
+        with self._lock:
+            s = self._session(session_id)
+            index = s.calls - 1
+            if call_id is not None:
+                seen = s.call_ids.get(call_id)
+                if seen is not None and seen[0] == key and seen[2] is None:
+                    return []
+                if seen is not None and seen[0] == key:
+                    index = seen[1]
+                s.call_ids[call_id] = (key, index, None)
+                while len(s.call_ids) > _CALL_IDS_MAX:
+                    s.call_ids.popitem(last=False)
+            return self._after(s, tool, parsed, key, result, error, max(index, 0))
+
+    def _after(self, s: _Session, tool: str, args: Any, key: str, result: Any, error: bool,
+               index: int) -> list[Intervention]:
+        cfg = self.config
+        s.last_progress = self._clock()
+        s.stalled = False
+        s.pending = max(0, s.pending - 1)
+        fields_ = cfg.volatile_fields_for(tool) if cfg.normalize_results else None
+        digest = result_digest(result, error=error, volatile_fields=fields_)
+        if s.streak_fp is not None and cfg.repeat_call_needs_same_result:
+            if s.streak_result is not None and s.streak_result != digest:
+                s.streak_count = 1
+            s.streak_result = digest
+        if not self._tracked(tool):
+            return []
+        text = result_text(normalize_result(result, fields_) if fields_ is not None else result)
+        lang = self._lang(s, text[:2000])
+        out: list[Intervention] = []
+        # D1 chain
+        k = self._key(s, key, tool)
+        if self._broken_chain(s, k):
+            k.same, k.locked, k.denied, k.escapes = 0, False, False, 0
+        k.lang = lang
+        if k.escaping:
+            k.escaping = False
+            if digest == k.last:
+                k.locked = True
+                k.same += 1
+                out.append(Intervention("notice", "locked", "D1",
+                                        messages.render("locked_notice", lang, tool=tool, digest=digest[:16]),
+                                        tool, index, {"count": k.same, "hash": digest[:16]}))
+            else:
+                k.last, k.same, k.escapes, k.changed = digest, 1, 0, True
+        elif digest == k.last:
+            k.same += 1
+            if k.same == max(2, self._limit(s, k)):
+                out.append(Intervention("notice", "repeat", "D1",
+                                        messages.render("repeat_notice", lang, tool=tool, count=k.same,
+                                                        digest=digest[:16]),
+                                        tool, index, {"count": k.same, "hash": digest[:16]}))
+        else:
+            if k.last is not None:
+                k.changed = True
+            k.last, k.same, k.escapes, k.denied = digest, 1, 0, False
+        k.denied = False
+        k.summary = summarize_result(result, max_chars=cfg.result_summary_chars)
+        k.alternative = _alternative(text, error, lang)
+        # D2 drift against other keys' recent results
+        lines = result_lines(text)
+        drift = False
+        if len(lines) >= 3:
+            for other_key, other_tool, other_lines in reversed(s.recent):
+                if other_key == key or len(other_lines) < 3:
+                    continue
+                union = len(lines | other_lines)
+                overlap = len(lines & other_lines) / union if union else 0.0
+                if overlap >= cfg.overlap_threshold and not lines - other_lines.union(
+                    *(o for kk, _, o in s.recent if kk != key)
+                ):
+                    drift = True
+                    out.append(Intervention("notice", "drift", "D2",
+                                            messages.render("drift_notice", lang, tool=tool, other=other_tool,
+                                                            overlap=overlap, lines=len(lines)),
+                                            tool, index, {"overlap": round(overlap, 4), "lines": len(lines)}))
+                    break
+        s.recent.append((key, tool, lines))
+        while len(s.recent) > cfg.overlap_window:
+            s.recent.popleft()
+        # new information?
+        pair = (key, digest)
+        new = pair not in s.seen and not drift
+        s.seen[pair] = None
+        s.seen.move_to_end(pair)
+        while len(s.seen) > _SEEN_MAX:
+            s.seen.popitem(last=False)
+        if new:
+            s.epoch += 1
+        k.epoch = s.epoch
+        # D3 error avoidance
+        paths = _path_values(args)
+        if error:
+            s.watch = (tool, paths, 0)
+        elif s.watch is not None:
+            w_tool, w_paths, steps = s.watch
+            if _matches(tool, cfg.remedial_tools) or (paths & w_paths) or tool == w_tool:
+                s.watch = None
+            else:
+                steps += 1
+                if steps >= cfg.error_watch_steps:
+                    s.watch = None
+                    out.append(Intervention("notice", "error_avoidance", "D3",
+                                            messages.render("error_notice", lang, tool=w_tool, steps=steps,
+                                                            remedial="`, `".join(cfg.remedial_tools)),
+                                            tool, index, {"steps": steps}))
+                else:
+                    s.watch = (w_tool, w_paths, steps)
+        # cycles
+        s.history.append((key, digest, tool))
+        s.executions += 1
+        while len(s.history) > cfg.cycle_max_period * (cfg.cycle_deny_periods + 1):
+            s.history.popleft()
+        cycle = self._cycle(s)
+        if cycle is not None and cycle[1] >= cfg.cycle_notice_periods:
+            period, periods, run = cycle
+            mark = (period, s.executions - run)
+            if mark not in s.cycle_noticed:
+                s.cycle_noticed.add(mark)
+                if len(s.cycle_noticed) > 64:
+                    s.cycle_noticed.clear()
+                    s.cycle_noticed.add(mark)
+                out.append(Intervention("notice", "cycle", "cycle",
+                                        messages.render("cycle_notice", lang, period=period, periods=periods,
+                                                        tools=self._tools_of_cycle(s, period)),
+                                        tool, index, {"period": period, "periods": periods}))
+        # D4 no progress
+        if new:
+            s.no_new = 0
+            s.streak = 0
+        else:
+            s.no_new += 1
+            if s.no_new >= cfg.anchor_window:
+                s.no_new = 0
+                out.append(Intervention("notice", "no_progress", "D4",
+                                        messages.render("anchor", lang, window=cfg.anchor_window),
+                                        tool, index, {"window": cfg.anchor_window}))
+        # I5 circuit breaker
+        if out and not new:
+            breaker = self._count_intervention(s, index)
+            if breaker is not None:
+                out.append(replace(breaker, tool=tool))
+        return out
+
+    # ------------------------------------------------------- D1' replay
+
+    def observe_attempt(self, session_id: Any, *, reasoning: str = "", text: str = "",
+                        tool_calls: Sequence[tuple[str, Any]] = ()) -> bool:
+        """Record one model attempt's stream signature (D1', seed 001 ``agent/assistant-stream``).
+
+        Parameters
+        ----------
+        reasoning, text : str
+            The attempt's reasoning and answer text.
+        tool_calls : sequence of (tool, args)
+            The calls the attempt made.
+
+        Returns
+        -------
+        bool
+            True when replay mode is on: this attempt's signature (at least
+            ``min_replay_chars`` code points) equals the previous attempt's.
+            Replay mode lowers the D1 limit to 1 until an attempt differs.
+        """
+        if not isinstance(reasoning, str) or not isinstance(text, str):
+            raise TypeError("reasoning and text must be str")
+        parts = [reasoning, "\x00", text]
+        size = len(reasoning) + len(text)
+        for tool, args in tool_calls:
+            call = f"\x00{tool}\x01{_call_key(str(tool), identity._parse_args(args))}"
+            parts.append(call)
+            size += len(str(tool)) + len(messages.arguments_preview(args, 10_000))
+        signature = hashlib.sha256("".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+        with self._lock:
+            s = self._session(session_id)
+            if not self.config.replay_detection:
+                s.replay = False
+                return False
+            long_enough = size >= self.config.min_replay_chars
+            s.replay = long_enough and signature == s.signature
+            s.signature = signature if long_enough else None
+            if s.replay:
+                logger.info("replay mode: two identical attempts in a row")
+            return s.replay
+
+    def replay_mode(self, session_id: Any = None) -> bool:
+        """Whether the session is in D1' replay mode."""
+        with self._lock:
+            s = self._sessions.get(session_key(session_id))
+            return bool(s and s.replay)
+
+    # ------------------------------------------------------ ② stall, ③ strikes
+
+    def note_progress(self, session_id: Any = None) -> None:
+        """A progress event (step start/end, model output, a tool call or result: seed 002 ②)."""
+        with self._lock:
+            s = self._session(session_id)
+            s.last_progress = self._clock()
+            s.stalled = False
+
+    def check_stall(self, session_id: Any = None) -> Intervention | None:
+        """② stall: an intervention (``kind="stalled"``) when no progress event came
+        for ``stall_minutes`` (``stall_minutes_with_tool`` while a tool call is
+        pending), once per stall; it is recorded as a ③ strike and has
+        ``action="cancel"`` when the strikes reach ``strikes_before_cancel``.
+        ``None`` otherwise."""
+        with self._lock:
+            s = self._session(session_id)
+            if s.stalled:
+                return None
+            cfg = self.config
+            minutes = cfg.stall_minutes_with_tool if s.pending > 0 else cfg.stall_minutes
+            idle = self._clock() - s.last_progress
+            if idle < minutes * 60:
+                return None
+            s.stalled = True
+            lang = s.lang
+            text = messages.render("stalled", lang, minutes=minutes,
+                                   pending=messages.render("stalled_pending", lang) if s.pending else "")
+            strikes = self._strike(s, "stalled")
+            evidence = {"idle_seconds": round(idle, 3), "pending_tools": s.pending, "strikes": len(s.strikes)}
+            logger.warning("stalled: no progress for %.1f minutes", idle / 60)
+            if strikes is not None:
+                return Intervention("cancel", "stalled", "②", text + "\n" + strikes.text, evidence=evidence)
+            return Intervention("notice", "stalled", "②", text, evidence=evidence)
+
+    def strike(self, session_id: Any, kind: str) -> Intervention | None:
+        """③ strikes: record a strong signal (``"text_loop"``, ``"stalled"``,
+        ``"repeat_streak"``); returns a cancel intervention when
+        ``strikes_before_cancel`` strikes fall within ``strike_window_minutes``
+        (the strikes are then cleared), else ``None``."""
+        if not isinstance(kind, str) or not kind:
+            raise TypeError("kind must be a non-empty str")
+        with self._lock:
+            return self._strike(self._session(session_id), kind)
+
+    def strikes(self, session_id: Any = None) -> int:
+        """Strikes currently inside the window."""
+        with self._lock:
+            s = self._sessions.get(session_key(session_id))
+            if s is None:
+                return 0
+            self._expire(s)
+            return len(s.strikes)
+
+    def _expire(self, s: _Session) -> None:
+        horizon = self._clock() - self.config.strike_window_minutes * 60
+        while s.strikes and s.strikes[0][0] < horizon:
+            s.strikes.popleft()
+
+    def _strike(self, s: _Session, kind: str) -> Intervention | None:
+        self._expire(s)
+        s.strikes.append((self._clock(), kind))
+        cfg = self.config
+        if len(s.strikes) < cfg.strikes_before_cancel:
+            return None
+        kinds = ", ".join(k for _, k in s.strikes)
+        count = len(s.strikes)
+        s.strikes.clear()
+        text = messages.render("strikes", s.lang, count=count, kinds=kinds, minutes=cfg.strike_window_minutes)
+        logger.warning("strikes: %d strong signals -> cancel", count)
+        return Intervention("cancel", "strikes", "③", text, evidence={"strikes": count, "kinds": kinds.split(", ")})
+
+    def pending_tools(self, session_id: Any = None) -> int:
+        """Tool calls allowed by :meth:`before_call` whose result has not been seen."""
+        with self._lock:
+            s = self._sessions.get(session_key(session_id))
+            return s.pending if s else 0
+
+
+def _call_key(tool: str, args: Any) -> str:
+    try:
+        return identity.call_hash(tool, args)
+    except (TypeError, ValueError):
+        text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+        return hashlib.sha256(f"{tool}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _fingerprint(tool: str, args: Any) -> str:
+    try:
+        return identity.action_fingerprint(tool, args)
+    except (TypeError, ValueError):
+        return _call_key(tool, args)
+
+
+def _alternative(text: str, error: bool, lang: str) -> str:
+    match = _MATCH_LINE.search(text[:20000])
+    if match is not None:
+        line = max(1, int(match.group(2)) - 20) if len(match.group(2)) < 10 else 1
+        return messages.render("alt_read", lang, path=match.group(1), line=line)
+    if error:
+        return messages.render("alt_error", lang)
+    return messages.render("alt_default", lang)

@@ -1,0 +1,256 @@
+"""Intervention texts the model reads: reminders, denials, anchors, breakers (seed 001 I1–I5, seed 002).
+
+Every text starts with the source tag ``[loopguard]`` (seed 001: synthetic
+messages are always labelled with their source), exists in English and
+Chinese, and is passed through :func:`loopguard.redact.redact_secrets`
+before it leaves this module.  Arguments appear only as a preview capped at
+``arguments_preview_chars`` (SPEC §5.2), results only as a capped summary.
+
+``language="auto"`` picks Chinese when the sample text (the tool result or
+the arguments preview) holds more CJK characters than Latin letters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import identity
+from .redact import redact_secrets
+
+__all__ = ["SOURCE", "LANGUAGES", "pick_language", "render", "arguments_preview", "TEMPLATES"]
+
+#: The tag every intervention carries (``Intervention.source``) and starts with.
+SOURCE = "loopguard"
+LANGUAGES = ("auto", "en", "zh")
+
+# kind -> language -> template (str.format fields)
+TEMPLATES: dict[str, dict[str, str]] = {
+    "repeat_notice": {
+        "en": (
+            "[loopguard] `{tool}` with identical arguments has now returned byte-identical results "
+            "{count} times (hash {digest}). Running it again cannot bring new information; the next "
+            "identical call will be blocked. Use the result you already have and take a different step."
+        ),
+        "zh": (
+            "[loopguard] `{tool}` 以相同参数已连续 {count} 次返回逐字节相同的结果（哈希 {digest}）。"
+            "再执行一次不会带来任何新信息，下一次相同调用将被拦截。请直接使用已有结果，换一个动作推进。"
+        ),
+    },
+    "repeat_deny": {
+        "en": (
+            "[loopguard] Duplicate tool call blocked: `{tool}` with identical arguments has already "
+            "executed {count} times and returned byte-identical results (hash {digest}). No new "
+            "information can come from running it again.{args}\n"
+            "Previous result (preserved in the conversation above): {summary}\n"
+            "Do NOT call `{tool}` with these arguments again. Take ONE different action that moves the "
+            "task forward: {alternative}\n"
+            "{escape}"
+        ),
+        "zh": (
+            "[loopguard] 重复的工具调用已被拦截：`{tool}` 以相同参数已执行 {count} 次，结果逐字节相同"
+            "（哈希 {digest}），再执行一次不会带来任何新信息。{args}\n"
+            "上一次的结果（已保留在上文对话中）：{summary}\n"
+            "不要再用这些参数调用 `{tool}`。请做一个能推进任务的不同动作：{alternative}\n"
+            "{escape}"
+        ),
+    },
+    "escape": {
+        "en": (
+            "If you have concrete evidence that the world changed since the last run, repeat the exact "
+            "call one more time and it will be executed exactly once."
+        ),
+        "zh": "如果你有确凿证据表明上次执行之后情况已经改变，请原样再发一次该调用，它将被执行且仅执行一次。",
+    },
+    "no_escape": {
+        "en": "The escape run has been used and returned the same result: this call stays blocked in this session.",
+        "zh": "逃生额度已用完且结果仍然相同：本会话中该调用将一直被拦截。",
+    },
+    "locked_notice": {
+        "en": (
+            "[loopguard] The repeated `{tool}` call returned the same result again (hash {digest}). "
+            "It is now blocked for the rest of this session. Use the result above."
+        ),
+        "zh": "[loopguard] 重复的 `{tool}` 调用再次返回相同结果（哈希 {digest}），本会话内该调用已被锁定。请使用上文的结果。",
+    },
+    "replay": {
+        "en": " Your last two steps were replayed verbatim (reasoning, text and calls), so the limit is 1.",
+        "zh": " 你最近两步的思考、回复和调用被逐字重放，因此门槛已降为 1。",
+    },
+    "drift_notice": {
+        "en": (
+            "[loopguard] `{tool}` returned the same lines as an earlier `{other}` call "
+            "({overlap:.0%} line overlap, {lines} lines): rewording the call does not bring new "
+            "information. Work with the result you already have, or change what you ask for."
+        ),
+        "zh": (
+            "[loopguard] `{tool}` 返回的内容与之前的 `{other}` 调用几乎相同（行重叠 {overlap:.0%}，共 {lines} 行）："
+            "换个说法调用不会带来新信息。请使用已有结果，或改变你要查的内容。"
+        ),
+    },
+    "error_notice": {
+        "en": (
+            "[loopguard] `{tool}` failed {steps} calls ago and nothing since has addressed the error "
+            "(no `{remedial}` and no call on the same path). Deal with the error first: read the file "
+            "or output it names, fix the cause, then retry."
+        ),
+        "zh": (
+            "[loopguard] `{tool}` 在 {steps} 次调用之前失败了，之后没有任何针对该错误的动作"
+            "（没有 `{remedial}`，也没有作用于同一路径的调用）。请先处理这个错误：读取它提到的文件或输出，修正原因后再重试。"
+        ),
+    },
+    "anchor": {
+        "en": (
+            "[loopguard] The last {window} tool calls brought no new information. Stop and write a "
+            "short progress anchor before the next call:\n"
+            "- Goal: what the user asked for\n"
+            "- Done: what you have established so far\n"
+            "- Next: ONE concrete action that is different from the calls above"
+        ),
+        "zh": (
+            "[loopguard] 最近 {window} 次工具调用没有带来任何新信息。在下一次调用之前，先写一个简短的进度锚点：\n"
+            "- 目标：用户要求的是什么\n"
+            "- 已完成：目前已经确认了什么\n"
+            "- 下一步：一个与上面的调用都不同的具体动作"
+        ),
+    },
+    "circuit_breaker": {
+        "en": (
+            "[loopguard] Circuit breaker: {count} interventions in a row without any progress. Stop "
+            "calling tools now. Tell the user what you were trying to do, what you found, and where "
+            "you are stuck, and ask how to proceed."
+        ),
+        "zh": (
+            "[loopguard] 熔断：连续 {count} 次干预都没有带来任何进展。现在停止调用工具，"
+            "向用户说明你在做什么、已经发现了什么、卡在哪里，并询问如何继续。"
+        ),
+    },
+    "unscoped_deny": {
+        "en": (
+            "[loopguard] Unscoped search blocked: `{tool}` without {fields} would search everything "
+            "(dependencies and build output included) and flood the context.{args} Repeat the search "
+            "with a `{field}` that names the directory or files you mean."
+        ),
+        "zh": (
+            "[loopguard] 无边界搜索已被拦截：不带 {fields} 的 `{tool}` 会搜索所有内容（包括依赖和构建产物）并撑爆上下文。{args}"
+            "请带上指明目录或文件的 `{field}` 再搜索。"
+        ),
+    },
+    "cycle_notice": {
+        "en": (
+            "[loopguard] The same {period} calls ({tools}) have now repeated {periods} times in a row "
+            "with identical results. This cycle brings no new information; break it with a "
+            "different action."
+        ),
+        "zh": (
+            "[loopguard] 同一组 {period} 个调用（{tools}）已经连续重复 {periods} 轮，结果完全相同。"
+            "这个循环不会带来新信息，请用一个不同的动作打破它。"
+        ),
+    },
+    "cycle_deny": {
+        "en": (
+            "[loopguard] Call blocked: it continues a cycle of {period} calls ({tools}) that has "
+            "already repeated {periods} times with identical results. Take a different action."
+        ),
+        "zh": "[loopguard] 调用已被拦截：它延续了一个已经以相同结果重复 {periods} 轮的 {period} 步循环（{tools}）。请换一个动作。",
+    },
+    "repeat_streak": {
+        "en": (
+            "[loopguard] `{tool}` was requested {count} times in a row with the same action and no "
+            "change in its result. The turn should be cancelled; report to the user instead of retrying."
+        ),
+        "zh": "[loopguard] `{tool}` 已以相同动作连续请求 {count} 次且结果没有变化。应取消本轮，改为向用户汇报，不要再重试。",
+    },
+    "stalled": {
+        "en": "[loopguard] No progress for {minutes:g} minutes{pending}. The turn looks stalled.",
+        "zh": "[loopguard] 已经 {minutes:g} 分钟没有任何进展{pending}，本轮看起来已经停滞。",
+    },
+    "stalled_pending": {"en": " while a tool call is pending", "zh": "（有工具调用尚未返回）"},
+    "strikes": {
+        "en": (
+            "[loopguard] {count} strong loop signals ({kinds}) within {minutes:g} minutes: the turn "
+            "is cancelled."
+        ),
+        "zh": "[loopguard] {minutes:g} 分钟内出现 {count} 次强循环信号（{kinds}）：本轮已取消。",
+    },
+    "text_loop": {
+        "en": "[loopguard] The {channel} started repeating itself ({kind} at {position}); it was cut at {cut}.",
+        "zh": "[loopguard] {channel_zh}开始重复自身（{kind}，位置 {position}），已在 {cut} 处截断。",
+    },
+    "empty_turn": {
+        "en": (
+            "[loopguard] Your last {count} turn(s) ended with reasoning but no answer text. Write the "
+            "answer for the user now."
+        ),
+        "zh": "[loopguard] 你最近 {count} 个回合只有思考、没有输出正文。现在请把给用户的回答写出来。",
+    },
+    "alt_read": {
+        "en": "call `read` on {path} (offset {line}) instead of searching again.",
+        "zh": "改为对 {path} 调用 `read`（offset {line}），不要再搜索。",
+    },
+    "alt_error": {
+        "en": "read the file or output the error names and fix its cause before running this again.",
+        "zh": "先读取错误信息中提到的文件或输出，修正原因后再运行。",
+    },
+    "alt_default": {
+        "en": "read or edit a file, run a different command, use another tool, or ask the user.",
+        "zh": "读取或编辑文件、运行另一条命令、使用其他工具，或询问用户。",
+    },
+    "args_preview": {"en": " Arguments: {preview}", "zh": " 参数：{preview}"},
+}
+
+
+def _is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0x3040 <= code <= 0x30FF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x4E00 <= code <= 0x9FFF
+        or 0xAC00 <= code <= 0xD7AF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x20000 <= code <= 0x2FA1F
+    )
+
+
+def pick_language(language: str, sample: str = "") -> str:
+    """``"en"`` or ``"zh"``: ``language`` itself unless it is ``"auto"``; then
+    ``"zh"`` when ``sample`` has more CJK characters than ASCII letters.
+
+    >>> pick_language("auto", "找到 3 处匹配"), pick_language("auto", "3 matches"), pick_language("zh")
+    ('zh', 'en', 'zh')
+    """
+    if language != "auto":
+        return language
+    cjk = latin = 0
+    for ch in sample[:2000]:
+        if ch.isascii():
+            latin += ch.isalpha()
+        elif _is_cjk(ch):
+            cjk += 1
+    return "zh" if cjk > latin else "en"
+
+
+def render(kind: str, language: str, **fields: Any) -> str:
+    """The template ``kind`` in ``language`` (``"en"``/``"zh"``) with ``fields``
+    filled in, redacted.  Raises ``KeyError`` for an unknown kind."""
+    table = TEMPLATES[kind]
+    text = table.get(language, table["en"]).format(**fields)
+    return redact_secrets(text)
+
+
+def arguments_preview(args: Any, limit: int) -> str:
+    """At most ``limit`` characters of the arguments as compact canonical JSON,
+    redacted before the cut (``…`` marks a cut and is not counted); ``""``
+    when ``limit`` is 0.
+
+    >>> arguments_preview({"q": "x" * 10, "token": "abc"}, 20)
+    '{"q":"xxxxxxxxxx","t…'
+    """
+    if limit <= 0:
+        return ""
+    try:
+        text = identity.canonical_json(identity._parse_args(args), name="args")
+    except (TypeError, ValueError):
+        text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=lambda o: type(o).__name__)
+    text = redact_secrets(text)  # before the cut: a cut secret would no longer look like one
+    return text[:limit] + ("…" if len(text) > limit else "")
