@@ -16,6 +16,7 @@ import zstandard
 
 import loopguard
 from loopguard.cli import main
+from loopguard.results import result_digest
 from loopguard.toolruns import call_hash
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +56,10 @@ def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[s
     assert out.splitlines() == [
         f"{path} [swe-agent]: loops found",
         f"  LOOP    tool run: submit ×4 · calls 9–12 · steps 9–12 · hash {prefix} · results identical",
+        # the ToolGuard: I1 at the 2nd identical result, the 3rd request denied, the insisted run locks
+        f"  notice  tool call 10: submit · D1 repeat · step 10 · hash {prefix}",
+        f"  DENY    tool call 11: submit · D1 repeat · step 11 · hash {prefix}",
+        f"  notice  tool call 12: submit · D1 locked · step 12 · hash {prefix}",
         "scanned 1 file: 1 with loops, 0 without, 0 unreadable",
     ]
     assert "flag{" not in out  # the action (tool arguments) is never printed
@@ -62,6 +67,8 @@ def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[s
 
 def test_eps_traj_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = REAL / "swe-agent" / "eps.traj"
+    observation = json.loads(path.read_text(encoding="utf-8"))["trajectory"][9]["observation"]
+    result16 = result_digest(observation)[:16]  # the submit result, as the guard hashes it
     code, objects, _ = run_json(capsys, path)
     assert code == 1
     assert objects == [
@@ -79,6 +86,23 @@ def test_eps_traj_json(capsys: pytest.CaptureFixture[str]) -> None:
                     "results_identical": True,
                     "loop": True,
                 }
+            ],
+            "guard_findings": [
+                {
+                    "call": call,
+                    "tool": "submit",
+                    "action": action,
+                    "kind": kind,
+                    "rule": "D1",
+                    "hash_prefix": call_hash("submit", EPS_ACTION)[:12],
+                    "where": {"step": call},
+                    "evidence": evidence,
+                }
+                for call, action, kind, evidence in [
+                    (10, "notice", "repeat", {"count": 2, "hash": result16}),
+                    (11, "deny", "repeat", {"count": 2, "limit": 2, "hash": result16, "replay": False}),
+                    (12, "notice", "locked", {"count": 3, "hash": result16}),
+                ]
             ],
         }
     ]
@@ -102,9 +126,16 @@ def test_claude_code_logs_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     paths = [REAL / "claude-code" / n for n in CLAUDE_LOGS]
     code, objects, err = run_json(capsys, *paths)
     assert (code, err) == (0, "")
-    assert objects == [{"path": str(p), "format": "claude-code", "loops": [], "tool_findings": []} for p in paths]
+    assert [{**o, "guard_findings": []} for o in objects] == [
+        {"path": str(p), "format": "claude-code", "loops": [], "tool_findings": [], "guard_findings": []} for p in paths
+    ]
+    # one D3 notice, never a deny: citation-check's last WebFetch fails (504) and the three calls after it
+    # (TodoWrite, Write, TodoWrite) do not touch it
+    findings = {Path(o["path"]).name: [(f["call"], f["action"], f["rule"]) for f in o["guard_findings"]] for o in objects}
+    assert findings == {name: ([(36, "notice", "D3")] if name.startswith("citation") else []) for name in CLAUDE_LOGS}
     code, out, _ = run(capsys, "scan", *paths)
-    assert (code, out) == (0, "scanned 4 files: 0 with loops, 4 without, 0 unreadable\n")
+    assert code == 0
+    assert out.splitlines()[-1] == "scanned 4 files: 0 with loops, 4 without, 0 unreadable"
 
 
 # --------------------------------------------------------------------------- datasets
@@ -288,7 +319,8 @@ def test_two_identical_calls_are_a_finding_but_exit_zero(tmp_path: Path, capsys:
     [
         ("035_tool-same-failing-build-5x.json", 1, (5, True, True)),
         ("045_tool-rollout-poll-with-progress.json", 0, (7, False, False)),  # progress: no loop
-        ("040_tool-failing-request-volatile-ids.json", 0, (6, False, False)),  # ids differ (ToolGuard's job)
+        # ids differ, so the run is not a loop, but the ToolGuard strips them and denies: exit 1
+        ("040_tool-failing-request-volatile-ids.json", 1, (6, False, False)),
     ],
 )
 def test_identical_calls_are_a_loop_only_while_results_repeat(
@@ -328,6 +360,7 @@ def test_bad_input_exit_2_names_file_and_line(tmp_path: Path, capsys: pytest.Cap
                 "format": None,
                 "loops": [],
                 "tool_findings": [],
+                "guard_findings": [],
                 "error": err.strip()[len("loopguard: error: ") :],
                 "line": line,
             }

@@ -3,6 +3,9 @@
 Text loops (a paragraph copied again and again, "Now. OK. Wait." rotations)
 are found by a compiled stream core (:mod:`loopcore`) at a cost of nanoseconds
 per character; positions are Unicode code points into the original text.
+Tool loops (the same call returning the same result, A-B-A-B cycles,
+reworded searches, errors walked around) are stopped by :class:`ToolGuard`;
+:class:`LoopBrake` is the seed's exact consecutive-call brake.
 
 >>> import loopguard
 >>> [d.kind for d in loopguard.scan_text("Wait, let me recheck the sum. " * 40, config="rescue")]
@@ -25,7 +28,9 @@ from .brake import (
 )
 from .config import DETECTOR_KINDS, PROFILES, TextConfig
 from .errors import ConfigError, InputError
+from .guard import GUARD_KINDS, Decision, Intervention, ToolGuard, ToolGuardConfig
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
+from .results import normalize_result, result_digest
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text
 
 # a library logs; the application decides where to (no "last resort" output to stderr)
@@ -39,15 +44,20 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "CHANNELS",
     "DETECTOR_KINDS",
+    "GUARD_KINDS",
     "PROFILES",
     "ConfigError",
+    "Decision",
     "Detection",
     "InputError",
+    "Intervention",
     "InvalidMaxRepeatsError",
     "LoopBrake",
     "LoopBrakeError",
     "TextConfig",
     "TextLoopDetector",
+    "ToolGuard",
+    "ToolGuardConfig",
     "__version__",
     "action_fingerprint",
     "call_hash",
@@ -55,7 +65,9 @@ __all__ = [
     "decorate_tool",
     "hash_prefix",
     "normalize_max_repeats",
+    "normalize_result",
     "resolve_max_repeats",
+    "result_digest",
     "scan_text",
     "session_key",
     "wrap_execute",

@@ -5,7 +5,9 @@ read by :func:`loopguard.logs.read_log` into conversations of assistant
 messages; every message is scanned with a fresh
 :class:`~loopguard.TextLoopDetector` (one message = one attempt), and every
 conversation's tool calls are searched for runs of identical calls
-(:func:`loopguard.toolruns.find_runs`).
+(:func:`loopguard.toolruns.find_runs`) and replayed through a fresh
+:class:`~loopguard.ToolGuard` with its default config
+(:func:`loopguard.toolruns.guard_conversation`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .config import PROFILES, TextConfig
 from .errors import InputError
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
 from .text import CHANNELS, Detection, TextLoopDetector
-from .toolruns import DEFAULT_MAX_REPEATS, ToolRun, find_runs
+from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
 
 __all__ = ["FileReport", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
 
@@ -57,9 +59,13 @@ Runs of 2+ consecutive identical tool calls are reported (tool name, count,
 call indices, 12-hex hash prefix, whether the results were identical too);
 tool arguments and results are never printed. A run of {DEFAULT_MAX_REPEATS}+ counts as a loop
 unless its results change (polling that makes progress is not a loop).
+Each conversation's calls are also replayed through the ToolGuard (default
+config): every notice, DENY and CANCEL it would have given is listed with its
+0-based call index, rule (D1-D5, I5, cycle, 2b) and kind.
 
-exit status: 0 clean, 1 loops found (any text detection, or a run of
-{DEFAULT_MAX_REPEATS}+ identical tool calls with unchanged results), 2 unreadable input (named on stderr with its
+exit status: 0 clean, 1 loops found (any text detection, a run of
+{DEFAULT_MAX_REPEATS}+ identical tool calls with unchanged results, or a call the
+ToolGuard denies or cancels), 2 unreadable input (named on stderr with its
 line; the other files are still scanned; 2 wins over 1).
 """
 
@@ -107,6 +113,9 @@ class FileReport:
         Text detections, in message order.
     tool_runs : list[ToolRun]
         Runs of 2+ identical consecutive tool calls.
+    guard_findings : list[GuardFinding]
+        What the full :class:`loopguard.ToolGuard` (default config) decided
+        about the logged calls: notices, denials, cancels, with call indices.
     error : InputError | None
         Why the file could not be read.
     """
@@ -115,12 +124,18 @@ class FileReport:
     format: str | None
     loops: list[TextFinding] = field(default_factory=list)
     tool_runs: list[ToolRun] = field(default_factory=list)
+    guard_findings: list[GuardFinding] = field(default_factory=list)
     error: InputError | None = None
 
     @property
     def has_loop(self) -> bool:
-        """Any text detection, or a tool run long enough to be a loop."""
-        return bool(self.loops) or any(run.loop for run in self.tool_runs)
+        """Any text detection, a tool run long enough to be a loop, or a call
+        the ToolGuard would have denied or cancelled."""
+        return (
+            bool(self.loops)
+            or any(run.loop for run in self.tool_runs)
+            or any(f.stops for f in self.guard_findings)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``path``, ``format``, ``loops``, ``tool_findings`` (+ ``error``, ``line``)."""
@@ -129,6 +144,7 @@ class FileReport:
             "format": self.format,
             "loops": [finding.to_dict() for finding in self.loops],
             "tool_findings": [run.to_dict() for run in self.tool_runs],
+            "guard_findings": [finding.to_dict() for finding in self.guard_findings],
         }
         if self.error is not None:
             out["error"] = str(self.error)
@@ -169,7 +185,8 @@ def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
 
 
 def scan_log(log: LogFile, config: TextConfig) -> FileReport:
-    """Scan a parsed log: text loops per message, tool-call runs per conversation.
+    """Scan a parsed log: text loops per message; per conversation, tool-call
+    runs and the ToolGuard's findings (:func:`loopguard.toolruns.guard_conversation`).
 
     Parameters
     ----------
@@ -188,6 +205,7 @@ def scan_log(log: LogFile, config: TextConfig) -> FileReport:
         for message in conversation.messages:
             report.loops += scan_message(message, config)
         report.tool_runs += find_runs(conversation.tool_calls())
+        report.guard_findings += guard_conversation(conversation)
     return report
 
 
@@ -302,6 +320,16 @@ def _run_line(run: ToolRun) -> str:
     return f"  {label}  " + " · ".join(parts)
 
 
+def _guard_line(finding: GuardFinding) -> str:
+    label = {"notice": "notice", "deny": "DENY  ", "cancel": "CANCEL"}.get(finding.action, finding.action)
+    parts = [f"tool call {finding.call}: {finding.tool}", f"{finding.rule} {finding.kind}"]
+    span = where_label(finding.where)
+    if span:
+        parts.append(span)
+    parts.append(f"hash {finding.hash_prefix}")
+    return f"  {label}  " + " · ".join(parts)
+
+
 def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
     """The human-readable lines for one file (none for a clean file unless ``show_clean``).
 
@@ -319,13 +347,14 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
     """
     if report.error is not None:
         return []
-    if not report.loops and not report.tool_runs:
+    if not report.loops and not report.tool_runs and not report.guard_findings:
         return [f"{_show(report.path)} [{report.format}]: clean"] if show_clean else []
     status = "loops found" if report.has_loop else "no loop"
     lines = [f"{_show(report.path)} [{report.format}]: {status}"]
     for finding in report.loops:
         lines += _loop_lines(finding)
     lines += [_run_line(run) for run in report.tool_runs]
+    lines += [_guard_line(finding) for finding in report.guard_findings]
     return lines
 
 
@@ -356,6 +385,21 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: first of {', '.join(DATASET_FIELDS)})",
     )
     scan.set_defaults(run=_scan_command)
+    evaluate = commands.add_parser(
+        "eval",
+        help="measure the detectors against labelled cases (DIR/index.json)",
+        description=_EVAL_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    evaluate.add_argument("dir", metavar="DIR", help="the case folder, holding index.json and the case files")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object: profile, cases, summary")
+    evaluate.add_argument(
+        "--profile",
+        default="default",
+        choices=sorted(PROFILES),
+        help="text detector profile for the text cases (default: %(default)s)",
+    )
+    evaluate.set_defaults(run=_eval_command)
     return parser
 
 
@@ -409,6 +453,48 @@ def _scan_command(args: argparse.Namespace) -> int:
             ]
         )
     return status
+
+
+_EVAL_DESCRIPTION = """\
+Replay every case of DIR/index.json (schema: shared/data/cases/README.md)
+and report per case whether the loop was caught (SPEC section 9).
+
+Text cases are streamed through a fresh detector with --profile (channel
+"reasoning" when the case says so, else "text"); the first detection decides:
+caught (at or after first_repeat, and by loop_end + check_every when the
+loop is bounded), early (before loop_start), missed (nothing, inside the
+first copy, or after the loop ended), false_positive (a not-loop fired),
+clean. Tool-call cases go through ToolGuard with its default config: a loop
+is caught by a notice or stronger at a call index <= fire_by_call; a not-loop
+is a false positive only when a call is denied or cancelled.
+
+Positions and text latencies are Unicode code points; tool latencies calls.
+
+exit status: 0 (whatever the results), 2 unreadable or invalid index or case
+file (named on stderr).
+"""
+
+
+def _eval_command(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate, format_summary, format_table, load_cases, render_rich_table
+
+    try:
+        cases = load_cases(args.dir)
+    except InputError as exc:
+        print(f"loopguard: error: {_show(str(exc))}", file=sys.stderr)
+        return 2
+    with _progress(len(cases)) as (advance, _active):
+        report = evaluate(cases, args.profile, on_case=advance)
+    if args.json:
+        _write([json.dumps(report.to_dict())])
+    elif sys.stdout.isatty():
+        from rich.console import Console
+
+        Console().print(render_rich_table(report))
+        _write(["", *format_summary(report)])
+    else:
+        _write([*format_table(report), "", *format_summary(report)])
+    return 0
 
 
 def _write(lines: list[str]) -> None:

@@ -16,12 +16,16 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import identity
 from .identity import hash_prefix
 
-__all__ = ["DEFAULT_MAX_REPEATS", "ToolRun", "call_hash", "find_runs", "hash_prefix"]
+if TYPE_CHECKING:
+    from .guard import ToolGuardConfig
+    from .logs.session import Conversation
+
+__all__ = ["DEFAULT_MAX_REPEATS", "GuardFinding", "ToolRun", "call_hash", "find_runs", "guard_conversation", "hash_prefix"]
 
 #: A run of this many identical calls is a loop (the seed brake's ``max_repeats``).
 DEFAULT_MAX_REPEATS = 3
@@ -177,3 +181,116 @@ def find_runs(
             )
         start = end
     return runs
+
+
+@dataclass(frozen=True)
+class GuardFinding:
+    """What :class:`loopguard.ToolGuard` decided about one logged call (SPEC §5.2, §6).
+
+    Attributes
+    ----------
+    call : int
+        0-based index of the call in its conversation's call sequence.
+    tool : str
+        The tool name.
+    action : str
+        ``"notice"``, ``"deny"`` or ``"cancel"``.
+    kind : str
+        The rule's kind (``repeat``, ``locked``, ``drift``, ``cycle``, …).
+    rule : str
+        The seed rule (``D1`` … ``D5``, ``I5``, ``cycle``, ``②b``).
+    digest : str
+        The call hash (only :attr:`hash_prefix` is ever shown).
+    where : dict
+        Where the call sits in the file.
+    evidence : dict
+        The rule's numbers and hash prefixes (never arguments or results).
+    """
+
+    call: int
+    tool: str
+    action: str
+    kind: str
+    rule: str
+    digest: str
+    where: dict[str, Any]
+    evidence: dict[str, Any]
+
+    @property
+    def hash_prefix(self) -> str:
+        """12 hex digits of the call hash."""
+        return hash_prefix(self.digest)
+
+    @property
+    def stops(self) -> bool:
+        """The guard would have stopped this call (deny or cancel)."""
+        return self.action in ("deny", "cancel")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (no arguments, no results)."""
+        return {
+            "call": self.call,
+            "tool": self.tool,
+            "action": self.action,
+            "kind": self.kind,
+            "rule": self.rule,
+            "hash_prefix": self.hash_prefix,
+            "where": dict(self.where),
+            "evidence": dict(self.evidence),
+        }
+
+
+def guard_conversation(conversation: Conversation, config: ToolGuardConfig | None = None) -> list[GuardFinding]:
+    """Replay one logged conversation through a fresh :class:`loopguard.ToolGuard`.
+
+    Each assistant message is an attempt: its stream signature goes to
+    :meth:`~loopguard.ToolGuard.observe_attempt` (D1' replay), then each of
+    its calls goes through ``before_call`` and, unless denied or cancelled,
+    ``after_call`` with the logged result.  A call whose result is not in the
+    log skips ``after_call``: only the argument-based rules (D5, the ②b
+    repeat streak) can fire on it.
+
+    Parameters
+    ----------
+    conversation : loopguard.logs.Conversation
+        From :func:`loopguard.logs.read_log`.
+    config : ToolGuardConfig | None
+        The guard's configuration (default: the defaults).
+
+    Returns
+    -------
+    list[GuardFinding]
+        Every non-allow decision and every intervention, in call order.
+
+    Examples
+    --------
+    >>> from loopguard.logs import Conversation, Message, ToolCall
+    >>> calls = [ToolCall("ls", {"path": "."}, "a.txt") for _ in range(3)]
+    >>> conversation = Conversation({}, [Message(0, {}, tool_calls=calls)])
+    >>> [(f.call, f.action, f.kind) for f in guard_conversation(conversation)]
+    [(1, 'notice', 'repeat'), (2, 'deny', 'repeat')]
+    """
+    from .guard import ToolGuard
+
+    guard = ToolGuard(config)
+    found: list[GuardFinding] = []
+    index = 0
+    for message in conversation.messages:
+        guard.observe_attempt(
+            "log",
+            reasoning=message.reasoning,
+            text=message.text,
+            tool_calls=[(c.name, c.args) for c in message.tool_calls],
+        )
+        for c in message.tool_calls:
+            digest = call_hash(c.name, c.args)
+            decision = guard.before_call("log", c.name, c.args)
+            if decision.action != "allow" and decision.kind is not None:
+                found.append(GuardFinding(index, c.name, decision.action, decision.kind, decision.rule, digest,
+                                          dict(c.where), dict(decision.evidence)))
+            if decision.allowed and c.result is not None:
+                for iv in guard.after_call("log", c.name, c.args, c.result, error=bool(c.error)):
+                    found.append(GuardFinding(index, c.name, iv.action, iv.kind, iv.rule, digest, dict(c.where),
+                                              dict(iv.evidence)))
+            index += 1
+    return found
