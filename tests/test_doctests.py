@@ -15,6 +15,11 @@ MODULES = [
     "loopguard.brake",
     "loopguard.redact",
     "loopguard.toolruns",
+    "loopguard.guard",
+    "loopguard.results",
+    "loopguard.messages",
+    "loopguard.session",
+    "loopguard.evaluate",
 ]
 
 

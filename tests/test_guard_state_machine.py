@@ -1,4 +1,8 @@
-"""A hypothesis state machine drives ToolGuard against a small model of D1 (SPEC §5.2; seed 001).
+"""A hypothesis state machine drives Session and ToolGuard against a small model of D1 (SPEC §5.2; seed 001).
+
+Session ``s1`` is driven through a :class:`loopguard.session.Session` (its
+``tool_call`` / ``tool_result`` / ``start_turn`` / ``start_attempt`` /
+``reset``), session ``s2`` through the bare :class:`ToolGuard` both share.
 
 The model keeps, per session and call key, the last result, how many
 executions in a row returned it, whether the last request was denied, the
@@ -17,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from loopguard.guard import ToolGuard, ToolGuardConfig
+from loopguard.session import Session
 
 SESSIONS = ("s1", "s2")
 TOOLS = ("shell", "read_file", "job_output")  # job_output is excluded by default
@@ -93,9 +98,10 @@ class Model:
         if k.escaping:
             k.escaping = False
             if result == k.last:
-                k.locked = True
                 k.same += 1
-                out.append("locked")
+                if k.escapes >= self.escape_runs:
+                    k.locked = True
+                    out.append("locked")
             else:
                 k.last, k.same, k.escapes, k.changed = result, 1, 0, True
         elif result == k.last:
@@ -135,13 +141,19 @@ class GuardMachine(RuleBasedStateMachine):
             anchor_window=10**6,
         )
         self.guard = ToolGuard(config)
+        self.session = Session("s1", guard=self.guard)
         self.model = Model(repeat_limit, escape_runs, grace, resets)
         self.pending: tuple[str, str, int] | None = None
 
     @precondition(lambda self: hasattr(self, "guard") and self.pending is None)
     @rule(sid=st.sampled_from(SESSIONS), tool=st.sampled_from(TOOLS), arg=st.integers(0, 1))
     def request(self, sid: str, tool: str, arg: int) -> None:
-        decision = self.guard.before_call(sid, tool, ARGS[arg])
+        if sid == "s1":
+            verdict = self.session.tool_call(tool, ARGS[arg])
+            decision = verdict.decision
+            assert decision is not None and verdict.action == decision.action
+        else:
+            decision = self.guard.before_call(sid, tool, ARGS[arg])
         expected = self.model.before(sid, tool, (tool, arg))
         assert decision.action == expected, (decision, expected)
         if decision.action == "deny":
@@ -155,13 +167,28 @@ class GuardMachine(RuleBasedStateMachine):
         assert self.pending is not None
         sid, tool, arg = self.pending
         self.pending = None
-        got = [i.kind for i in self.guard.after_call(sid, tool, ARGS[arg], result) if i.rule == "D1"]
+        if sid == "s1":
+            interventions = self.session.tool_result(tool, ARGS[arg], result).interventions
+        else:
+            interventions = tuple(self.guard.after_call(sid, tool, ARGS[arg], result))
+        got = [i.kind for i in interventions if i.rule == "D1"]
         assert got == self.model.after(sid, tool, (tool, arg), result)
+
+    @precondition(lambda self: hasattr(self, "guard") and self.pending is None)
+    @rule(new_turn=st.booleans())
+    def next_step(self, new_turn: bool) -> None:
+        """A new user message or model request: D1 state survives both (seed 001)."""
+        if new_turn:
+            self.session.start_turn()
+        self.session.start_attempt()
 
     @precondition(lambda self: hasattr(self, "guard") and self.pending is None)
     @rule(sid=st.sampled_from(SESSIONS))
     def reset(self, sid: str) -> None:
-        self.guard.reset(sid)
+        if sid == "s1":
+            self.session.reset()
+        else:
+            self.guard.reset(sid)
         self.model.sessions.pop(sid, None)
 
     @invariant()

@@ -17,3 +17,17 @@ detector = TextLoopDetector("rescue", implementation="cython")
 found: list[Detection] = detector.feed("hello", "reasoning") + detector.finish()
 positions: list[int] = [d.position for d in found] + [d.cut for d in scan_text("a" * 10)]
 as_dicts: list[dict[str, Any]] = [d.to_dict() for d in found]
+
+# ToolGuard and Session (SPEC §5.2, §8)
+from loopguard import Decision, Intervention, Session, SessionConfig, ToolGuard, ToolGuardConfig, Verdict  # noqa: E402
+
+guard = ToolGuard(ToolGuardConfig(repeat_limit=3, exclude=["job_*"]), clock=lambda: 0.0)
+decision: Decision = guard.before_call("s", "grep", {"pattern": "x", "path": "src"}, call_id="c1")
+allowed: bool = decision.allowed
+action: str = decision.action
+interventions: list[Intervention] = guard.after_call("s", "grep", {"pattern": "x", "path": "src"}, "a.py:1: x")
+texts: list[str] = [i.text for i in interventions if i.action == "notice"]
+replay: bool = guard.observe_attempt("s", reasoning="…", text="", tool_calls=[("grep", {"pattern": "x"})])
+session = Session("chat-1", guard=guard, config=SessionConfig(empty_turn_action="steer"))
+verdict: Verdict = session.feed("delta", "reasoning")
+stop: bool = verdict.stop or session.tool_call("ls", {}).stop

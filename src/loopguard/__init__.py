@@ -31,6 +31,7 @@ from .errors import ConfigError, InputError
 from .guard import GUARD_KINDS, Decision, Intervention, ToolGuard, ToolGuardConfig
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .results import normalize_result, result_digest
+from .session import Session, SessionConfig, Verdict
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text
 
 # a library logs; the application decides where to (no "last resort" output to stderr)
@@ -54,10 +55,13 @@ __all__ = [
     "InvalidMaxRepeatsError",
     "LoopBrake",
     "LoopBrakeError",
+    "Session",
+    "SessionConfig",
     "TextConfig",
     "TextLoopDetector",
     "ToolGuard",
     "ToolGuardConfig",
+    "Verdict",
     "__version__",
     "action_fingerprint",
     "call_hash",

@@ -14,8 +14,9 @@ Rules (seed names; the texts are in :mod:`loopguard.messages`):
   next request of that key is denied before it runs (I3), the reason
   carrying hash evidence, a summary of the previous result (I2), one
   concrete alternative action and the escape hatch.  The next request of a
-  denied key runs once (``escape_runs``); the same result again locks the
-  key for the session, a different result resets the chain.  A result that
+  denied key runs (an escape run); when it returns the same result the key
+  is denied again, and after ``escape_runs`` such runs it is locked for the
+  session; a different result resets the chain.  A result that
   changes (polling) never triggers.  The limit is ``repeat_limit`` (1 in
   replay mode, D1'), plus ``polling_grace`` for a key whose result has
   changed before in this session (a poll that made progress gets one more
@@ -46,9 +47,11 @@ Rules (seed names; the texts are in :mod:`loopguard.messages`):
   result hash) pair never seen in the session that is not a D2 near-copy.
 * **D5 unscoped search.**  A tool in ``search_tools`` without any non-empty
   ``scope_fields`` → deny (``unscoped_search="deny"``) or allow.
-* **I5 circuit breaker.**  ``circuit_break_after`` consecutive calls with an
-  intervention and without new information → an intervention telling the
-  model to stop and report, with ``action="cancel"`` for the host.
+* **I5 circuit breaker.**  ``circuit_break_after`` interventions (counted
+  once per call: a deny or notice before it, or reminders after it) since
+  the last call that brought new information → an intervention telling the
+  model to stop and report, with ``action="cancel"`` for the host; the
+  count then starts again.
 * **Cycles** (beyond the seeds).  A pattern of 2–``cycle_max_period`` calls
   of at least two keys whose executions repeat with identical results:
   ``cycle_notice_periods`` full periods → notice, after
@@ -68,9 +71,14 @@ Rules (seed names; the texts are in :mod:`loopguard.messages`):
   stalled, repeat streak) and returns a cancel intervention when
   ``strikes_before_cancel`` fall within ``strike_window_minutes``.
 
-``notice_only=True`` turns every deny into a notice.  ``include`` /
-``exclude`` are ``fnmatch`` globs on the tool name (case-sensitive);
-excluded tools pass through D1–D5, cycles and I5 untouched.
+``notice_only=True`` is the safe trial mode (seed 001 ``noticeOnly``): every
+deny *and* every cancel (I5, ②b, ③, ②) becomes a notice; nothing is
+stopped.  ``include`` / ``exclude`` are ``fnmatch`` globs on the tool name
+(case-sensitive: ``todo_write`` does not exclude ``TodoWrite``); excluded
+tools pass through D1–D5, cycles and I5 untouched, but the ②b repeat
+streak still counts them unless they are in ``repeat_call_exempt`` (seed
+002 has its own exemption list).  A request stopped by ②b does not run, so
+no other rule sees it (an escape run is not used up by it).
 
 Arguments never appear in errors, logs or evidence; intervention texts carry
 at most ``arguments_preview_chars`` of them, redacted.
@@ -82,6 +90,7 @@ import fnmatch
 import hashlib
 import json
 import logging
+import posixpath
 import re
 import threading
 import time
@@ -96,10 +105,10 @@ from .identity import session_key
 from .results import (
     DEFAULT_VOLATILE_FIELDS,
     normalize_result,
-    result_digest,
     result_lines,
     result_text,
     summarize_result,
+    text_digest,
 )
 
 __all__ = [
@@ -413,7 +422,7 @@ class _Key:
     """D1 state of one call key."""
 
     __slots__ = ("tool", "last", "same", "epoch", "denied", "escapes", "escaping", "locked", "changed",
-                 "summary", "alternative", "lang")
+                 "head", "error", "lang")
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
@@ -425,15 +434,15 @@ class _Key:
         self.escaping = False  # the current execution is an escape run
         self.locked = False
         self.changed = False  # the key's result has changed before
-        self.summary = ""
-        self.alternative = ""
+        self.head = ""  # the start of the last result (for I2 summaries, rendered only when denying)
+        self.error = False
         self.lang = "en"
 
 
 class _Session:
     __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
                  "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
-                 "streak_result", "strikes", "executions", "last_progress", "pending", "stalled", "call_ids", "lang")
+                 "streak_result", "strikes", "executions", "last_call", "last_progress", "pending", "stalled", "call_ids", "lang")
 
     def __init__(self, now: float) -> None:
         self.keys: OrderedDict[str, _Key] = OrderedDict()
@@ -448,6 +457,7 @@ class _Session:
         self.streak_index = -1  # last call index counted in ``streak``
         self.calls = 0
         self.executions = 0
+        self.last_call: tuple[str, Any, Any, str] | None = None
         self.replay = False
         self.signature: str | None = None
         self.streak_fp: str | None = None  # ②b
@@ -478,11 +488,11 @@ def _path_values(args: Any) -> frozenset[str]:
             return
         if isinstance(value, str):
             if _PATH_KEY.search(key) and value.strip():
-                out.add(value.strip().rstrip("/"))
+                out.add(_norm_path(value.strip()))
             for token in _PATH_TOKEN.findall(value[:4096]):
-                token = token.strip(".").rstrip("/")
+                token = token.rstrip(".")
                 if len(token) > 2:
-                    out.add(token)
+                    out.add(_norm_path(token))
         elif isinstance(value, Mapping):
             for k, v in value.items():
                 walk(v, str(k), depth + 1)
@@ -492,6 +502,13 @@ def _path_values(args: Any) -> frozenset[str]:
 
     walk(args, "", 0)
     return frozenset(out)
+
+
+def _norm_path(value: str) -> str:
+    """``./a.py`` → ``a.py``, ``src//x/`` → ``src/x``; URLs as they are."""
+    if "://" in value:
+        return value.rstrip("/")
+    return posixpath.normpath(value.replace("\\", "/"))
 
 
 def _matches(tool: str, globs: Sequence[str]) -> bool:
@@ -565,6 +582,8 @@ class ToolGuard:
         self._clock = clock
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.RLock()
+        self._tracked_cache: dict[str, bool] = {}
+        self._exempt_cache: dict[str, bool] = {}
 
     def __repr__(self) -> str:
         return f"ToolGuard(sessions={len(self._sessions)})"
@@ -598,10 +617,13 @@ class ToolGuard:
         return state
 
     def _tracked(self, tool: str) -> bool:
-        cfg = self.config
-        if cfg.include and not _matches(tool, cfg.include):
-            return False
-        return not _matches(tool, cfg.exclude)
+        known = self._tracked_cache.get(tool)
+        if known is None:
+            cfg = self.config
+            known = (not cfg.include or _matches(tool, cfg.include)) and not _matches(tool, cfg.exclude)
+            if len(self._tracked_cache) < 4096:
+                self._tracked_cache[tool] = known
+        return known
 
     def reset(self, session_id: Any = None) -> None:
         """Forget one session's state (``session_id`` given) or every session's."""
@@ -628,7 +650,8 @@ class ToolGuard:
         count, s.streak = s.streak, 0
         text = messages.render("circuit_breaker", s.lang, count=count)
         logger.warning("circuit breaker: %d interventions without progress (session call %d)", count, index)
-        return Intervention("cancel", "circuit_breaker", "I5", text, call_index=index, evidence={"interventions": count})
+        return Intervention(self._stop_action(), "circuit_breaker", "I5", text, call_index=index,
+                            evidence={"interventions": count})
 
     def _lang(self, s: _Session, sample: str) -> str:
         lang = messages.pick_language(self.config.language, sample)
@@ -716,6 +739,7 @@ class ToolGuard:
                 seen = s.call_ids.get(call_id)
                 if seen is not None and seen[0] == key and seen[2] is not None:
                     return seen[2]
+            s.last_call = (tool, args, parsed, key)
             decision = self._before(s, tool, parsed, key)
             if call_id is not None:
                 s.call_ids[call_id] = (key, decision.call_index, decision)
@@ -731,8 +755,13 @@ class ToolGuard:
         s.stalled = False
         # ②b repeat streak on the action fingerprint (seed 002)
         streak_decision: Decision | None = None
-        if not _matches(tool, cfg.repeat_call_exempt):
-            fp = _fingerprint(tool, args)
+        exempt = self._exempt_cache.get(tool)
+        if exempt is None:
+            exempt = _matches(tool, cfg.repeat_call_exempt)
+            if len(self._exempt_cache) < 4096:
+                self._exempt_cache[tool] = exempt
+        if not exempt:
+            fp = key if not (isinstance(args, Mapping) and "description" in args) else _fingerprint(tool, args)
             if fp == s.streak_fp:
                 s.streak_count += 1
             else:
@@ -743,25 +772,29 @@ class ToolGuard:
                 evidence = {"count": s.streak_count, "limit": cfg.repeat_call_limit, "fingerprint": fp[:12]}
                 self._strike(s, "repeat_streak")
                 logger.warning("repeat streak: %s requested %d times in a row (%s)", tool, s.streak_count, fp[:12])
-                streak_decision = Decision("cancel", "repeat_streak", text, "②b", tool, index, evidence)
+                streak_decision = Decision(self._stop_action(), "repeat_streak", text, "②b", tool, index, evidence)
+                if streak_decision.action == "cancel":
+                    return streak_decision  # the call does not run: no other rule sees it
         else:
             s.streak_fp, s.streak_count, s.streak_result = None, 0, None
         if not self._tracked(tool):
-            if streak_decision is not None:
-                return streak_decision
-            s.pending += 1
-            return Decision("allow", tool=tool, call_index=index)
-        decision = self._before_tracked(s, tool, args, key, index)
-        if streak_decision is not None:
-            return streak_decision
-        if decision.action in ("notice", "deny"):
-            breaker = self._count_intervention(s, index)
-            if breaker is not None:
-                decision = Decision("cancel", "circuit_breaker", decision.reason + "\n" + breaker.text, "I5",
-                                    tool, index, {**decision.evidence, **breaker.evidence})
+            decision = streak_decision or Decision("allow", tool=tool, call_index=index)
+        else:
+            decision = self._before_tracked(s, tool, args, key, index)
+            if decision.action == "allow" and streak_decision is not None:
+                decision = streak_decision
+            if decision.action in ("notice", "deny"):
+                breaker = self._count_intervention(s, index)
+                if breaker is not None:
+                    decision = Decision(breaker.action, "circuit_breaker", decision.reason + "\n" + breaker.text,
+                                        "I5", tool, index, {**decision.evidence, **breaker.evidence})
         if decision.allowed:
             s.pending += 1
         return decision
+
+    def _stop_action(self) -> Literal["notice", "cancel"]:
+        """``cancel``, or ``notice`` under ``notice_only`` (which never stops anything)."""
+        return "notice" if self.config.notice_only else "cancel"
 
     def _deny(self, kind: str, rule: str, text: str, tool: str, index: int, evidence: dict[str, Any]) -> Decision:
         action: Literal["notice", "deny"] = "notice" if self.config.notice_only else "deny"
@@ -789,8 +822,10 @@ class ToolGuard:
             digest = (k.last or "")[:16]
             if k.locked:
                 text = messages.render(
-                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest, summary=k.summary,
-                    alternative=k.alternative, args="", escape=messages.render("no_escape", k.lang),
+                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest,
+                    summary=summarize_result(k.head, max_chars=cfg.result_summary_chars),
+                    alternative=_alternative(k.head, k.error, k.lang), args="",
+                    escape=messages.render("no_escape", k.lang),
                 )
                 return self._deny("locked", "D1", text, tool, index, {"count": k.same, "hash": digest, "locked": True})
             limit = self._limit(s, k)
@@ -806,8 +841,9 @@ class ToolGuard:
                 preview = messages.arguments_preview(args, cfg.arguments_preview_chars)
                 escape = messages.render("escape" if k.escapes < cfg.escape_runs else "no_escape", k.lang)
                 text = messages.render(
-                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest, summary=k.summary,
-                    alternative=k.alternative, escape=escape,
+                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest,
+                    summary=summarize_result(k.head, max_chars=cfg.result_summary_chars),
+                    alternative=_alternative(k.head, k.error, k.lang), escape=escape,
                     args=messages.render("args_preview", k.lang, preview=preview) if preview else "",
                 )
                 if s.replay:
@@ -854,10 +890,15 @@ class ToolGuard:
         tool = _check_tool(tool)
         if not isinstance(error, bool):
             raise TypeError(f"error must be a bool, not {type(error).__name__}")
-        parsed = identity._parse_args(args)
-        key = _call_key(tool, parsed)
         with self._lock:
             s = self._session(session_id)
+            last = s.last_call
+            if last is not None and last[1] is args and last[0] == tool:
+                parsed, key = last[2], last[3]  # the object before_call just hashed
+            else:
+                parsed = identity._parse_args(args)
+                key = _call_key(tool, parsed)
+            s.last_call = None
             index = s.calls - 1
             if call_id is not None:
                 seen = s.call_ids.get(call_id)
@@ -877,14 +918,15 @@ class ToolGuard:
         s.stalled = False
         s.pending = max(0, s.pending - 1)
         fields_ = cfg.volatile_fields_for(tool) if cfg.normalize_results else None
-        digest = result_digest(result, error=error, volatile_fields=fields_)
+        value = normalize_result(result, fields_) if fields_ is not None else result
+        text = result_text(value)
+        digest = text_digest(text, error=error)
         if s.streak_fp is not None and cfg.repeat_call_needs_same_result:
             if s.streak_result is not None and s.streak_result != digest:
                 s.streak_count = 1
             s.streak_result = digest
         if not self._tracked(tool):
             return []
-        text = result_text(normalize_result(result, fields_) if fields_ is not None else result)
         lang = self._lang(s, text[:2000])
         out: list[Intervention] = []
         # D1 chain
@@ -895,11 +937,12 @@ class ToolGuard:
         if k.escaping:
             k.escaping = False
             if digest == k.last:
-                k.locked = True
                 k.same += 1
-                out.append(Intervention("notice", "locked", "D1",
-                                        messages.render("locked_notice", lang, tool=tool, digest=digest[:16]),
-                                        tool, index, {"count": k.same, "hash": digest[:16]}))
+                if k.escapes >= cfg.escape_runs:
+                    k.locked = True
+                    out.append(Intervention("notice", "locked", "D1",
+                                            messages.render("locked_notice", lang, tool=tool, digest=digest[:16]),
+                                            tool, index, {"count": k.same, "hash": digest[:16]}))
             else:
                 k.last, k.same, k.escapes, k.changed = digest, 1, 0, True
         elif digest == k.last:
@@ -914,17 +957,20 @@ class ToolGuard:
                 k.changed = True
             k.last, k.same, k.escapes, k.denied = digest, 1, 0, False
         k.denied = False
-        k.summary = summarize_result(result, max_chars=cfg.result_summary_chars)
-        k.alternative = _alternative(text, error, lang)
+        k.head = text[: cfg.result_summary_chars * 4 + 1024]
+        k.error = error
         # D2 drift against other keys' recent results
-        lines = result_lines(text)
+        lines = result_lines(text if isinstance(value, (str, bytes, bytearray, memoryview)) else value)
         drift = False
         if len(lines) >= 3:
             for other_key, other_tool, other_lines in reversed(s.recent):
                 if other_key == key or len(other_lines) < 3:
                     continue
-                union = len(lines | other_lines)
-                overlap = len(lines & other_lines) / union if union else 0.0
+                small, large = sorted((len(lines), len(other_lines)))
+                if small < cfg.overlap_threshold * large:  # Jaccard <= small/large: cannot reach it
+                    continue
+                shared = len(lines & other_lines)
+                overlap = shared / (len(lines) + len(other_lines) - shared)
                 if overlap >= cfg.overlap_threshold and not lines - other_lines.union(
                     *(o for kk, _, o in s.recent if kk != key)
                 ):
@@ -948,12 +994,11 @@ class ToolGuard:
             s.epoch += 1
         k.epoch = s.epoch
         # D3 error avoidance
-        paths = _path_values(args)
         if error:
-            s.watch = (tool, paths, 0)
+            s.watch = (tool, _path_values(args), 0)
         elif s.watch is not None:
             w_tool, w_paths, steps = s.watch
-            if _matches(tool, cfg.remedial_tools) or (paths & w_paths) or tool == w_tool:
+            if tool == w_tool or _matches(tool, cfg.remedial_tools) or (_path_values(args) & w_paths):
                 s.watch = None
             else:
                 steps += 1
@@ -1077,10 +1122,11 @@ class ToolGuard:
             text = messages.render("stalled", lang, minutes=minutes,
                                    pending=messages.render("stalled_pending", lang) if s.pending else "")
             strikes = self._strike(s, "stalled")
-            evidence = {"idle_seconds": round(idle, 3), "pending_tools": s.pending, "strikes": len(s.strikes)}
+            count = len(s.strikes) if strikes is None else int(strikes.evidence["strikes"])
+            evidence = {"idle_seconds": round(idle, 3), "pending_tools": s.pending, "strikes": count}
             logger.warning("stalled: no progress for %.1f minutes", idle / 60)
             if strikes is not None:
-                return Intervention("cancel", "stalled", "②", text + "\n" + strikes.text, evidence=evidence)
+                return Intervention(strikes.action, "stalled", "②", text + "\n" + strikes.text, evidence=evidence)
             return Intervention("notice", "stalled", "②", text, evidence=evidence)
 
     def strike(self, session_id: Any, kind: str) -> Intervention | None:
@@ -1118,7 +1164,17 @@ class ToolGuard:
         s.strikes.clear()
         text = messages.render("strikes", s.lang, count=count, kinds=kinds, minutes=cfg.strike_window_minutes)
         logger.warning("strikes: %d strong signals -> cancel", count)
-        return Intervention("cancel", "strikes", "③", text, evidence={"strikes": count, "kinds": kinds.split(", ")})
+        return Intervention(self._stop_action(), "strikes", "③", text,
+                            evidence={"strikes": count, "kinds": kinds.split(", ")})
+
+    def cancel_pending(self, session_id: Any = None) -> None:
+        """The host cancelled the turn: calls still pending will never report a
+        result, so ② stall goes back to ``stall_minutes``."""
+        with self._lock:
+            s = self._sessions.get(session_key(session_id))
+            if s is not None:
+                s.pending = 0
+                s.last_call = None
 
     def pending_tools(self, session_id: Any = None) -> int:
         """Tool calls allowed by :meth:`before_call` whose result has not been seen."""
@@ -1143,7 +1199,7 @@ def _fingerprint(tool: str, args: Any) -> str:
 
 
 def _alternative(text: str, error: bool, lang: str) -> str:
-    match = _MATCH_LINE.search(text[:20000])
+    match = _MATCH_LINE.search(text[:4000])
     if match is not None:
         line = max(1, int(match.group(2)) - 20) if len(match.group(2)) < 10 else 1
         return messages.render("alt_read", lang, path=match.group(1), line=line)

@@ -13,6 +13,7 @@ the arguments preview) holds more CJK characters than Latin letters.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from . import identity
@@ -200,40 +201,32 @@ TEMPLATES: dict[str, dict[str, str]] = {
 }
 
 
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x3040 <= code <= 0x30FF
-        or 0x3400 <= code <= 0x4DBF
-        or 0x4E00 <= code <= 0x9FFF
-        or 0xAC00 <= code <= 0xD7AF
-        or 0xF900 <= code <= 0xFAFF
-        or 0x20000 <= code <= 0x2FA1F
-    )
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
+_NOT_LETTER = bytes(c for c in range(128) if not chr(c).isalpha())
 
 
 def pick_language(language: str, sample: str = "") -> str:
     """``"en"`` or ``"zh"``: ``language`` itself unless it is ``"auto"``; then
-    ``"zh"`` when ``sample`` has more CJK characters than ASCII letters.
+    ``"zh"`` when the first 2000 characters of ``sample`` hold more CJK characters
+    (kana, hangul and han) than ASCII letters.
 
     >>> pick_language("auto", "找到 3 处匹配"), pick_language("auto", "3 matches"), pick_language("zh")
     ('zh', 'en', 'zh')
     """
     if language != "auto":
         return language
-    cjk = latin = 0
-    for ch in sample[:2000]:
-        if ch.isascii():
-            latin += ch.isalpha()
-        elif _is_cjk(ch):
-            cjk += 1
+    sample = sample[:2000]
+    cjk = len(_CJK.findall(sample))
+    if not cjk:
+        return "en"
+    latin = len(sample.encode("ascii", "ignore").translate(None, _NOT_LETTER))
     return "zh" if cjk > latin else "en"
 
 
-def render(kind: str, language: str, **fields: Any) -> str:
-    """The template ``kind`` in ``language`` (``"en"``/``"zh"``) with ``fields``
-    filled in, redacted.  Raises ``KeyError`` for an unknown kind."""
-    table = TEMPLATES[kind]
+def render(template: str, language: str, **fields: Any) -> str:
+    """The template named ``template`` in ``language`` (``"en"``/``"zh"``) with
+    ``fields`` filled in, redacted.  Raises ``KeyError`` for an unknown template."""
+    table = TEMPLATES[template]
     text = table.get(language, table["en"]).format(**fields)
     return redact_secrets(text)
 

@@ -24,6 +24,8 @@ content)``, the first line being the error flag.
 
 from __future__ import annotations
 
+import base64
+import functools
 import hashlib
 import json
 import re
@@ -38,6 +40,7 @@ __all__ = [
     "normalize_result",
     "result_digest",
     "result_text",
+    "text_digest",
     "result_lines",
     "summarize_result",
 ]
@@ -69,18 +72,33 @@ DEFAULT_VOLATILE_FIELDS: tuple[str, ...] = (
     "latency_ms",
 )
 
-_MAX_LINES = 4096  # line sets (D2) keep at most this many distinct lines
+_MAX_LINES = 16384  # line sets (D2) look at this many lines
+
+# The text rules.  ASCII semantics throughout (\d = [0-9], \b between [A-Za-z0-9_] and the rest).
 _ISO_DATETIME = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\b"
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\b", re.ASCII
 )
+_UNITS = r"(ms|milliseconds?|s|secs?|seconds?|µs|us|ns|min|mins|minutes?)"
+_KEYWORDS = ("in", "took", "after", "elapsed", "duration")
 _DURATION = re.compile(
-    r"(?i)\b(in|took|after|elapsed|duration)(\s*[:=]?\s*)\d+(?:\.\d+)?\s?"
-    r"(ms|milliseconds?|s|secs?|seconds?|µs|us|ns|min|mins|minutes?)\b"
+    rf"(?i)\b({'|'.join(_KEYWORDS)})([ \t]*[:=]?[ \t]*)\d+(?:\.\d+)?[ \t]?{_UNITS}\b", re.ASCII
 )
-_BARE_DURATION = re.compile(r"\b\d+\.\d+\s?(ms|s|sec|secs|seconds)\b")
+_BARE_DURATION = re.compile(r"\b\d+\.\d+[ \t]?(ms|s|sec|secs|seconds)\b", re.ASCII)
 _SESSION_COUNTER = re.compile(
-    r"(?i)\b(\d+)\s*(×|x|times)(\s+(?:in\s+)?this\s+(?:session|conversation|turn))"
+    r"(?i)\b(\d+)[ \t]*(×|x|times)([ \t]+(?:in[ \t]+)?this[ \t]+(?:session|conversation|turn))", re.ASCII
 )
+_KEY_TAIL = re.compile(r"""["']?[ \t]*[:=][ \t]*("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;}\]]+)""", re.ASCII)
+# literal-led anchors for the fast path (CPython's re scans for a literal prefix at C speed)
+_ISO_ANCHOR = re.compile(r"-\d\d-\d\d[T ]\d\d:\d\d", re.ASCII)
+_BARE_ANCHOR = re.compile(r"\.\d+[ \t]?(?:ms|s|sec|secs|seconds)\b", re.ASCII)
+_KEYWORD_ANCHORS = tuple(re.compile(rf"{k}[ \t]*[:=]?[ \t]*\d", re.ASCII) for k in _KEYWORDS)
+# bytes -> ASCII word characters lower-cased, "-" read as "_", everything else a space
+_TOKEN_BYTES = bytes(
+    c + 32 if 65 <= c <= 90 else 95 if c == 45 else c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32
+    for c in range(256)
+)
+_VOLATILE = "<volatile>"
+_HAS_WORD = re.compile(r"[^\W_]").search
 
 
 def _field_key(name: str) -> str:
@@ -89,6 +107,18 @@ def _field_key(name: str) -> str:
 
 def _fields(fields: Iterable[str]) -> frozenset[str]:
     return frozenset(_field_key(f) for f in fields)
+
+
+@functools.lru_cache(maxsize=64)
+def _key_forms(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """How a field name may appear in lower-cased text with ``-`` read as ``_``:
+    ``request_id`` → ``request_id`` and ``requestid`` (``requestId``, ``X-Request-Id`` …)."""
+    forms: set[str] = set()
+    for name in fields:
+        low = name.lower().replace("-", "_")
+        forms.add(low)
+        forms.add(low.replace("_", ""))
+    return tuple(sorted(f for f in forms if f))
 
 
 def _strip_value(value: Any, fields: frozenset[str], depth: int = 0) -> Any:
@@ -105,33 +135,109 @@ def _strip_value(value: Any, fields: frozenset[str], depth: int = 0) -> Any:
     return value
 
 
-def _text_pattern(fields: frozenset[str]) -> re.Pattern[str] | None:
-    if not fields:
-        return None
-    # A field name in text: letters with optional - or _ between them.
-    names = sorted(fields, key=len, reverse=True)
-    alternatives = "|".join("[-_]?".join(re.escape(ch) for ch in name) for name in names)
-    return re.compile(
-        rf"""(?ix)
-        (["']?\b(?:{alternatives})\b["']?\s*[:=]\s*)          # "key": / key= / key:
-        (?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,;}}\]]+)        # the value
-        """
-    )
+def _is_word(ch: str) -> bool:
+    return ch.isascii() and (ch.isalnum() or ch == "_")
 
 
-_PATTERNS: dict[frozenset[str], re.Pattern[str] | None] = {}
+def _key_spans(text: str, low: str, starts: Iterable[tuple[int, str]]) -> list[tuple[int, int]]:
+    """Value spans of ``key: value`` pairs whose key occurrences (position, form) are given."""
+    spans: list[tuple[int, int]] = []
+    end = 0
+    for i, form in sorted(starts):
+        if i < end:
+            continue
+        j = i + len(form)
+        if i > 0 and _is_word(low[i - 1]):
+            continue
+        if j < len(low) and _is_word(low[j]):
+            continue
+        m = _KEY_TAIL.match(text, j)
+        if m is None:
+            continue
+        spans.append((m.start(1), m.end(1)))
+        end = m.end(1)
+    return spans
 
 
-def _normalize_text(text: str, fields: frozenset[str]) -> str:
-    pattern = _PATTERNS.get(fields)
-    if pattern is None and fields not in _PATTERNS:
-        pattern = _PATTERNS[fields] = _text_pattern(fields)
-    if pattern is not None:
-        text = pattern.sub(lambda m: m.group(1) + "<volatile>", text)
+def _replace(text: str, spans: list[tuple[int, int]], placeholder: str) -> str:
+    if not spans:
+        return text
+    out: list[str] = []
+    last = 0
+    for a, b in spans:
+        out += (text[last:a], placeholder)
+        last = b
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _normalize_text_reference(text: str, forms: tuple[str, ...]) -> str:
+    """The text rules written plainly: every position tried (tests compare the fast path with it)."""
+    low = text.lower().replace("-", "_")
+    if len(low) == len(text):
+        starts = [(i, f) for i in range(len(low)) for f in forms if low.startswith(f, i)]
+        text = _replace(text, _key_spans(text, low, starts), _VOLATILE)
     text = _ISO_DATETIME.sub("<datetime>", text)
     text = _DURATION.sub(lambda m: f"{m.group(1)}{m.group(2)}<duration>", text)
     text = _BARE_DURATION.sub("<duration>", text)
     return _SESSION_COUNTER.sub(lambda m: f"<n>{m.group(2)}{m.group(3)}", text)
+
+
+def _anchored(text: str, full: re.Pattern[str], anchors: Iterable[int]) -> list[re.Match[str]]:
+    """The matches ``full.sub`` would make, given every position where one can start."""
+    found: list[re.Match[str]] = []
+    end = -1
+    for pos in sorted(set(anchors)):
+        if pos < end:
+            continue
+        m = full.match(text, pos)
+        if m is not None:
+            found.append(m)
+            end = m.end()
+    return found
+
+
+def _digits_before(text: str, i: int) -> int:
+    while i > 0 and "0" <= text[i - 1] <= "9":
+        i -= 1
+    return i
+
+
+def _normalize_text(text: str, forms: tuple[str, ...]) -> str:
+    """Fast path of :func:`_normalize_text_reference`: literal-led scans, the full rule only
+    where one of them hits (a few µs per 10 KB of text without volatile parts)."""
+    low = text.lower().replace("-", "_")
+    if len(low) == len(text):
+        tokens = set(text.encode("utf-8", "surrogatepass").translate(_TOKEN_BYTES).split())
+        starts: list[tuple[int, str]] = []
+        for form in forms:
+            if form.encode() in tokens:
+                i = low.find(form)
+                while i >= 0:
+                    starts.append((i, form))
+                    i = low.find(form, i + 1)
+        text = _replace(text, _key_spans(text, low, starts), _VOLATILE)
+    if "-" in text:
+        iso = _anchored(text, _ISO_DATETIME, (m.start() - 4 for m in _ISO_ANCHOR.finditer(text) if m.start() >= 4))
+        text = _replace(text, [m.span() for m in iso], "<datetime>")
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        starts_kw = [m.start() for anchor in _KEYWORD_ANCHORS for m in anchor.finditer(lowered)]
+        if starts_kw:
+            parts: list[str] = []
+            last = 0
+            for m in _anchored(text, _DURATION, starts_kw):
+                parts += (text[last : m.start()], f"{m.group(1)}{m.group(2)}<duration>")
+                last = m.end()
+            text = "".join(parts) + text[last:] if parts else text
+    else:
+        text = _DURATION.sub(lambda m: f"{m.group(1)}{m.group(2)}<duration>", text)
+    if "." in text:
+        bare = _anchored(text, _BARE_DURATION, (_digits_before(text, m.start()) for m in _BARE_ANCHOR.finditer(text)))
+        text = _replace(text, [m.span() for m in bare], "<duration>")
+    if "this" in text.lower():
+        text = _SESSION_COUNTER.sub(lambda m: f"<n>{m.group(2)}{m.group(3)}", text)
+    return text
 
 
 def _decode(result: bytes | bytearray | memoryview) -> str | bytes:
@@ -164,19 +270,19 @@ def normalize_result(result: Any, volatile_fields: Iterable[str] = DEFAULT_VOLAT
     >>> normalize_result("2 of 6 replicas ready (took 1.5s)")
     '2 of 6 replicas ready (took <duration>)'
     """
-    fields = _fields(volatile_fields)
+    names = tuple(volatile_fields)
     if isinstance(result, (bytes, bytearray, memoryview)):
         result = _decode(result)
         if isinstance(result, bytes):
             return result
     if isinstance(result, str):
-        return _normalize_text(result, fields)
-    return _strip_value(result, fields)
+        return _normalize_text(result, _key_forms(names))
+    return _strip_value(result, _fields(names))
 
 
 def result_text(result: Any) -> str:
     """The canonical text of a (normalised) result: strings as they are, bytes
-    that are not UTF-8 as ``bytes:<hex sha256>``, JSON-like values as
+    that are not UTF-8 as ``<binary result: N bytes, sha256 BASE64>``, JSON-like values as
     canonical JSON (SPEC §4), anything else through sorted-key ``json.dumps``
     with ``repr`` for unknown objects."""
     if isinstance(result, str):
@@ -185,7 +291,8 @@ def result_text(result: Any) -> str:
         decoded = _decode(result)
         if isinstance(decoded, str):
             return decoded
-        return "bytes:" + hashlib.sha256(decoded).hexdigest()
+        digest = base64.b64encode(hashlib.sha256(decoded).digest()).decode("ascii")
+        return f"<binary result: {len(decoded)} bytes, sha256 {digest}>"
     try:
         return identity.canonical_json(result, name="result")
     except (TypeError, ValueError):
@@ -206,14 +313,21 @@ def result_digest(result: Any, *, error: bool = False, volatile_fields: Iterable
     False
     """
     value = result if volatile_fields is None else normalize_result(result, volatile_fields)
-    text = result_text(value)
+    return text_digest(result_text(value), error=error)
+
+
+def text_digest(text: str, *, error: bool = False) -> str:
+    """sha256 hex of ``"1\n"``/``"0\n"`` (the error flag) + ``text``: the result hash of an
+    already canonical result text (:func:`result_text`)."""
     payload = ("1\n" if error else "0\n") + text
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def result_lines(result: Any) -> frozenset[str]:
-    """The set of non-empty, stripped lines of a result (D2's line set), at
-    most 4096 of them.  JSON-like values are laid out one member per line."""
+    """The set of distinct stripped lines among the first 16384 lines of a
+    result that hold at least one letter or digit (D2's line set: brackets,
+    rules and blank lines carry no information).  JSON-like values are laid
+    out one member per line."""
     if isinstance(result, (str, bytes, bytearray, memoryview)):
         text = result_text(result)
     else:
@@ -221,14 +335,8 @@ def result_lines(result: Any) -> frozenset[str]:
             text = json.dumps(result, sort_keys=True, indent=1, ensure_ascii=False, default=repr)
         except (TypeError, ValueError):
             text = repr(result)
-    lines: set[str] = set()
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            lines.add(line)
-            if len(lines) >= _MAX_LINES:
-                break
-    return frozenset(lines)
+    lines = set(map(str.strip, text.splitlines()[:_MAX_LINES]))
+    return frozenset(line for line in lines if _HAS_WORD(line))
 
 
 def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -> str:
@@ -236,10 +344,11 @@ def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -
     its first non-empty lines joined with `` | ``, capped at ``max_chars``
     characters with ``…``; ``(empty result)`` when there is nothing."""
     text = result_text(result)
+    head = text[: max_chars * 4 + 1024]
     parts: list[str] = []
     size = 0
-    more = False
-    for line in text.splitlines():
+    more = len(head) < len(text)
+    for line in head.splitlines():
         line = line.strip()
         if not line:
             continue
