@@ -341,8 +341,9 @@ def result_lines(result: Any) -> frozenset[str]:
 
 def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -> str:
     """A short, redacted summary of a result for intervention texts (seed 001 I2):
-    its first non-empty lines joined with `` | ``, capped at ``max_chars``
-    characters with ``…``; ``(empty result)`` when there is nothing."""
+    its first non-empty lines (at most ``max_lines``) joined with `` | ``,
+    redacted, then cut to at most ``max_chars`` characters ending in ``…``
+    when anything was left out; ``(empty result)`` when there is nothing."""
     text = result_text(result)
     head = text[: max_chars * 4 + 1024]
     parts: list[str] = []
@@ -359,7 +360,7 @@ def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -
         size += len(line)
     if not parts:
         return "(empty result)"
-    summary = " | ".join(parts)
-    if len(summary) > max_chars:
+    summary = redact_secrets(" | ".join(parts))  # before the cut: a cut secret would no longer look like one
+    if len(summary) > max_chars - (1 if more else 0):
         summary, more = summary[: max_chars - 1], True
-    return redact_secrets(summary) + ("…" if more else "")
+    return summary + ("…" if more else "")
