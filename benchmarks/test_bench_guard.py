@@ -80,7 +80,8 @@ def test_guard_json_result(benchmark: Any) -> None:
         fired = 0
         for args in (A, B):
             fired += guard.before_call("s", "search_tickets", args).action != "allow"
-            fired += len(guard.after_call("s", "search_tickets", args, {**JSON_RESULT, "page": n[0]}))
+            result = {**JSON_RESULT, "query": args["pattern"], "page": n[0]}
+            fired += len(guard.after_call("s", "search_tickets", args, result))
         return fired
 
     benchmark.extra_info.update(calls_per_round=2)

@@ -73,7 +73,7 @@ def test_text_rules_by_hand(text: str, expected: str) -> None:
 def test_json_like_results_drop_volatile_members_at_every_level() -> None:
     value = {"data": [{"id": 1, "updatedAt": "x", "ts": 2}], "Request-ID": "r", "elapsed_ms": 5}
     assert normalize_result(value) == {"data": [{"id": 1}]}
-    # the hash of a dict is over its canonical JSON (sorted keys), error flag first
+    # the hash of a dict is over its compact sorted-key JSON, error flag first
     expected = hashlib.sha256(('0\n{"data":[{"id":1}]}').encode()).hexdigest()
     assert result_digest(value) == expected
     assert result_digest({"data": [{"ts": 9, "id": 1}]}) == expected
@@ -91,7 +91,7 @@ def test_bytes_results() -> None:
 
 def test_line_sets_ignore_brackets_and_blank_lines() -> None:
     assert result_lines("a\n\n  b  \n}\n---\na") == frozenset({"a", "b"})
-    assert result_lines({"k": [1, 2]}) == frozenset({'"k": [', "1,", "2"})
+    assert result_lines({"k": [1, 2], "a": "x"}) == frozenset({'{"a": "x",', '"k": [1,', "2]}"})
 
 
 def test_summary_is_capped_and_redacted() -> None:
@@ -101,3 +101,25 @@ def test_summary_is_capped_and_redacted() -> None:
     assert summary.endswith("…") and len(summary) == 60
     assert summarize_result("") == "(empty result)"
     assert summarize_result(json.dumps({"a": 1})) == '{"a": 1}'
+
+
+def test_text_rules_also_apply_inside_json_like_values() -> None:
+    assert result_digest({"msg": "done in 21s", "at": "2025-06-03T14:12:05Z"}) == result_digest(
+        {"msg": "done in 3s", "at": "2026-01-01T00:00:00Z"}
+    )
+    assert result_digest({"ready": "2 of 6"}) != result_digest({"ready": "3 of 6"})
+    # not normalised at all when asked
+    assert result_digest({"request_id": "a"}, volatile_fields=None) != result_digest({"request_id": "b"}, volatile_fields=None)
+
+
+def test_unusual_results_get_a_stable_text() -> None:
+    class Odd:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    mixed = {1: "a", "b": 2}  # keys of mixed types cannot be sorted by json
+    assert result_digest(mixed) == result_digest({1: "a", "b": 2})
+    loop: list[object] = []
+    loop.append(loop)
+    assert result_text(loop) == "repr:[[...]]"
+    assert result_text(Odd()).startswith("<unprintable Odd")  # default=repr raises -> fallback

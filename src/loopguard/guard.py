@@ -104,9 +104,8 @@ from .errors import ConfigError
 from .identity import session_key
 from .results import (
     DEFAULT_VOLATILE_FIELDS,
-    normalize_result,
+    normalized,
     result_lines,
-    result_text,
     summarize_result,
     text_digest,
 )
@@ -918,8 +917,7 @@ class ToolGuard:
         s.stalled = False
         s.pending = max(0, s.pending - 1)
         fields_ = cfg.volatile_fields_for(tool) if cfg.normalize_results else None
-        value = normalize_result(result, fields_) if fields_ is not None else result
-        text = result_text(value)
+        text, value = normalized(result, fields_)
         digest = text_digest(text, error=error)
         if s.streak_fp is not None and cfg.repeat_call_needs_same_result:
             if s.streak_result is not None and s.streak_result != digest:

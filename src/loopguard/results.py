@@ -38,6 +38,7 @@ from .redact import redact_secrets
 __all__ = [
     "DEFAULT_VOLATILE_FIELDS",
     "normalize_result",
+    "normalized_text",
     "result_digest",
     "result_text",
     "text_digest",
@@ -282,9 +283,11 @@ def normalize_result(result: Any, volatile_fields: Iterable[str] = DEFAULT_VOLAT
 
 def result_text(result: Any) -> str:
     """The canonical text of a (normalised) result: strings as they are, bytes
-    that are not UTF-8 as ``<binary result: N bytes, sha256 BASE64>``, JSON-like values as
-    canonical JSON (SPEC §4), anything else through sorted-key ``json.dumps``
-    with ``repr`` for unknown objects."""
+    that are not UTF-8 as ``<binary result: N bytes, sha256 BASE64>``,
+    JSON-like values as compact sorted-key JSON (``repr`` for objects JSON
+    does not know; keys of mixed types and circular values through a
+    ``repr``-based fallback).  Deterministic within loopguard; unlike call
+    hashes (SPEC §4) result hashes need not match the JavaScript harness."""
     if isinstance(result, str):
         return result
     if isinstance(result, (bytes, bytearray, memoryview)):
@@ -293,10 +296,38 @@ def result_text(result: Any) -> str:
             return decoded
         digest = base64.b64encode(hashlib.sha256(decoded).digest()).decode("ascii")
         return f"<binary result: {len(decoded)} bytes, sha256 {digest}>"
+    try:  # C-accelerated; result hashes need not match JavaScript, only be deterministic
+        return json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except Exception:  # noqa: BLE001 - mixed key types, circular values, objects whose repr raises
+        return _fallback_text(result)
+
+
+def normalized_text(result: Any, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS) -> str:
+    """The text a result is hashed over: :func:`normalize_result`, then
+    :func:`result_text`; for JSON-like values the text rules (date-times, run
+    times, counters) are also applied to that JSON text, so ``{"msg": "done
+    in 21s"}`` and ``{"msg": "done in 3s"}`` are the same result.
+    ``volatile_fields=None``: the result as it is, not normalised."""
+    return normalized(result, volatile_fields)[0]
+
+
+def normalized(result: Any, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS) -> tuple[str, Any]:
+    """``(normalized_text(result), normalize_result(result))`` computed once."""
+    if volatile_fields is None:
+        return result_text(result), result
+    names = tuple(volatile_fields)
+    value = normalize_result(result, names)
+    text = result_text(value)
+    if not isinstance(value, (str, bytes)):
+        text = _normalize_text(text, _key_forms(names))
+    return text, value
+
+
+def _fallback_text(result: Any) -> str:
     try:
-        return identity.canonical_json(result, name="result")
-    except (TypeError, ValueError):
-        return json.dumps(result, sort_keys=True, ensure_ascii=False, default=repr)
+        return "repr:" + repr(result)
+    except Exception as exc:  # noqa: BLE001 - an object whose repr raises still gets a stable text
+        return f"<unprintable {type(result).__name__}: {type(exc).__name__}>"
 
 
 def result_digest(result: Any, *, error: bool = False, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS) -> str:
@@ -312,8 +343,7 @@ def result_digest(result: Any, *, error: bool = False, volatile_fields: Iterable
     >>> a == result_digest('{"code": 1, "request_id": "a"}', error=True)
     False
     """
-    value = result if volatile_fields is None else normalize_result(result, volatile_fields)
-    return text_digest(result_text(value), error=error)
+    return text_digest(normalized_text(result, volatile_fields), error=error)
 
 
 def text_digest(text: str, *, error: bool = False) -> str:
@@ -331,10 +361,10 @@ def result_lines(result: Any) -> frozenset[str]:
     if isinstance(result, (str, bytes, bytearray, memoryview)):
         text = result_text(result)
     else:
-        try:
-            text = json.dumps(result, sort_keys=True, indent=1, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError):
-            text = repr(result)
+        try:  # one member per line, through the C encoder
+            text = json.dumps(result, sort_keys=True, separators=(",\n", ": "), ensure_ascii=False, default=repr)
+        except Exception:  # noqa: BLE001 - as in result_text
+            text = _fallback_text(result)
     lines = set(map(str.strip, text.splitlines()[:_MAX_LINES]))
     return frozenset(line for line in lines if _HAS_WORD(line))
 
