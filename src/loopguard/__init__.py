@@ -28,7 +28,16 @@ from .brake import (
 )
 from .config import DETECTOR_KINDS, PROFILES, TextConfig
 from .errors import ConfigError, InputError
-from .guard import GUARD_KINDS, Decision, Intervention, ToolGuard, ToolGuardConfig
+from .guard import (
+    GUARD_KINDS,
+    Decision,
+    Intervention,
+    ToolCallDenied,
+    ToolGuard,
+    ToolGuardConfig,
+    ToolLoopCancelled,
+    wrap_tool,
+)
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .results import normalize_result, result_digest
 from .session import Session, SessionConfig, Verdict
@@ -59,8 +68,10 @@ __all__ = [
     "SessionConfig",
     "TextConfig",
     "TextLoopDetector",
+    "ToolCallDenied",
     "ToolGuard",
     "ToolGuardConfig",
+    "ToolLoopCancelled",
     "Verdict",
     "__version__",
     "action_fingerprint",
@@ -75,4 +86,5 @@ __all__ = [
     "scan_text",
     "session_key",
     "wrap_execute",
+    "wrap_tool",
 ]

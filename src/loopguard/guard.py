@@ -87,6 +87,7 @@ at most ``arguments_preview_chars`` of them, redacted.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import logging
@@ -117,6 +118,9 @@ __all__ = [
     "Intervention",
     "DECISION_ACTIONS",
     "GUARD_KINDS",
+    "ToolCallDenied",
+    "ToolLoopCancelled",
+    "wrap_tool",
 ]
 
 logger = logging.getLogger("loopguard.guard")
@@ -1204,3 +1208,165 @@ def _alternative(text: str, error: bool, lang: str) -> str:
     if error:
         return messages.render("alt_error", lang)
     return messages.render("alt_default", lang)
+
+
+class ToolLoopCancelled(RuntimeError):
+    """The guard says the turn must stop (I5 circuit breaker, ②b repeat streak, ③ strikes).
+
+    Raised by :func:`wrap_tool` wrappers.  The message is the text meant for
+    the model (redacted; arguments capped at ``arguments_preview_chars``).
+
+    Attributes
+    ----------
+    kind : str
+        ``circuit_breaker``, ``repeat_streak``, ``strikes``, …
+    rule : str
+        The seed rule.
+    tool : str
+        The tool name.
+    result : Any
+        The tool's result when the tool had already run (the breaker fired
+        after it), else ``None``.
+    """
+
+    def __init__(self, kind: str, rule: str, text: str, tool: str, result: Any = None) -> None:
+        super().__init__(text)
+        self.kind, self.rule, self.tool, self.result = kind, rule, tool, result
+
+
+class ToolCallDenied(RuntimeError):
+    """A call denied before it ran (``on_deny="raise"`` in :func:`wrap_tool`).
+
+    Attributes
+    ----------
+    decision : Decision
+        The guard's decision; ``str(error)`` is its reason.
+    """
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(decision.reason)
+        self.decision = decision
+
+
+def wrap_tool(
+    fn: Callable[..., Any],
+    guard: ToolGuard,
+    *,
+    tool: str,
+    session_id: Any = None,
+    on_deny: Literal["return", "raise"] = "return",
+    on_intervention: Callable[[list[Intervention]], None] | None = None,
+) -> Callable[..., Any]:
+    """Put a tool body behind a :class:`ToolGuard` (sync or ``async def``; SPEC §5.2, seed 001 seams).
+
+    Before the body: :meth:`ToolGuard.before_call`.  A denied call does not
+    run: the wrapper returns ``decision.reason`` as the tool's result (the
+    seed's ``tools/pre-execute`` deny: the reason is what the model reads),
+    or raises :class:`ToolCallDenied` with ``on_deny="raise"``.  A cancel
+    raises :class:`ToolLoopCancelled`.
+
+    After the body: :meth:`ToolGuard.after_call` with the result (a body that
+    raises is recorded as ``error=True`` with ``"ExceptionType: message"`` as
+    its result, and the exception propagates unchanged).  Interventions go to
+    ``on_intervention(list)`` when given; otherwise, for a ``str`` result,
+    their texts are appended to it (one blank line before each), and for
+    other results they are only logged.  A ``cancel`` intervention raises
+    :class:`ToolLoopCancelled` carrying the result.
+
+    Arguments are taken as in :func:`loopguard.wrap_execute`: the first
+    positional argument, else the keyword arguments; ``session_id=`` and
+    ``call_id=`` keywords of a call are the guard's (passed on only if the
+    body accepts them).
+
+    Examples
+    --------
+    >>> guard = ToolGuard()
+    >>> def grep(args):
+    ...     return "a.py:3: needle"
+    >>> grep = wrap_tool(grep, guard, tool="grep")
+    >>> grep({"pattern": "needle", "path": "."})
+    'a.py:3: needle'
+    >>> print(grep({"pattern": "needle", "path": "."}).splitlines()[2][:60])
+    [loopguard] `grep` with identical arguments has now returned
+    >>> grep({"pattern": "needle", "path": "."}).startswith("[loopguard] Duplicate tool call blocked")
+    True
+    """
+    from .brake import _accepts_keyword, _is_async
+
+    tool = _check_tool(tool)
+    if on_deny not in ("return", "raise"):
+        raise ValueError(f"on_deny must be 'return' or 'raise', not {on_deny!r}")
+    pass_session = _accepts_keyword(fn, "session_id")
+    pass_call_id = _accepts_keyword(fn, "call_id")
+
+    def _before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any, Decision]:
+        has_sid, has_cid = "session_id" in kwargs, "call_id" in kwargs
+        given_sid = kwargs.pop("session_id", None)
+        cid = kwargs.pop("call_id", None)
+        sid = session_id if given_sid is None else given_sid
+        payload: Any = args[0] if args else dict(kwargs)
+        decision = guard.before_call(sid, tool, payload, call_id=cid)
+        if has_sid and pass_session:
+            kwargs["session_id"] = given_sid
+        if has_cid and pass_call_id:
+            kwargs["call_id"] = cid
+        if decision.action == "cancel":
+            raise ToolLoopCancelled(str(decision.kind), decision.rule, decision.reason, tool)
+        return sid, cid, payload, decision
+
+    def _denied(decision: Decision) -> Any:
+        if on_deny == "raise":
+            raise ToolCallDenied(decision)
+        return decision.reason
+
+    def _after(sid: Any, cid: Any, payload: Any, decision: Decision, result: Any, error: bool) -> Any:
+        notes = guard.after_call(sid, tool, payload, result, error=error, call_id=cid)
+        if decision.action == "notice" and decision.reason:
+            notes = [Intervention("notice", str(decision.kind), decision.rule, decision.reason, tool,
+                                  decision.call_index, decision.evidence), *notes]
+        if notes:
+            if on_intervention is not None:
+                on_intervention(notes)
+            elif isinstance(result, str) and not error:
+                result = result + "".join("\n\n" + n.text for n in notes)
+            else:
+                logger.info("%d intervention(s) for %s not delivered (result is not a str)", len(notes), tool)
+        stop = next((n for n in notes if n.action == "cancel"), None)
+        if stop is not None:
+            raise ToolLoopCancelled(stop.kind, stop.rule, stop.text, tool, result)
+        return result
+
+    def _failed(sid: Any, cid: Any, payload: Any, decision: Decision, exc: BaseException) -> None:
+        """Record a failed body; the host's exception always wins over anything the guard says."""
+        try:
+            _after(sid, cid, payload, decision, f"{type(exc).__name__}: {exc}", True)
+        except Exception:  # noqa: BLE001 - never replace the host's exception
+            logger.info("guard signal after a failed %s call dropped: the tool's exception propagates", tool)
+
+    if _is_async(fn):
+
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            sid, cid, payload, decision = _before(args, kwargs)
+            if not decision.allowed:
+                return _denied(decision)
+            try:
+                result = await fn(*args, **kwargs)
+            except Exception as exc:
+                _failed(sid, cid, payload, decision, exc)
+                raise
+            return _after(sid, cid, payload, decision, result, False)
+
+        return functools.wraps(fn)(async_wrapper)
+
+    def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+        sid, cid, payload, decision = _before(args, kwargs)
+        if not decision.allowed:
+            return _denied(decision)
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as exc:
+            _failed(sid, cid, payload, decision, exc)
+            raise
+        return _after(sid, cid, payload, decision, result, False)
+
+    return functools.wraps(fn)(sync_wrapper)
