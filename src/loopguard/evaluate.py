@@ -142,14 +142,9 @@ class Case:
 
 
 def _read_json(path: Path) -> Any:
+    text = _load_text(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or type(exc).__name__}", path=str(path)) from None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 (byte {exc.start})", path=str(path)) from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
     except RecursionError:
