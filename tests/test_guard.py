@@ -1337,10 +1337,11 @@ def test_from_mapping_accepts_the_seed_camel_case_table() -> None:
 
 @pytest.mark.parametrize(
     ("data", "key"),
-    [({"repeatLimit": 0}, "repeat_limit"), ({"overlapThreshold": 1.5}, "overlap_threshold"),
-     ({"unscopedSearch": "block"}, "unscoped_search"), ({"include": "grep"}, "include")],
+    [({"repeatLimit": 0}, "repeatLimit"), ({"overlapThreshold": 1.5}, "overlapThreshold"),
+     ({"unscopedSearch": "block"}, "unscopedSearch"), ({"include": "grep"}, "include")],
 )
 def test_from_mapping_bad_camel_case_values_name_the_key(data: dict[str, Any], key: str) -> None:
+    """The error names the key as the user wrote it."""
     with pytest.raises(ConfigError) as info:
         ToolGuardConfig.from_mapping(data)
     assert info.value.key == key

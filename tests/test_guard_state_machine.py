@@ -8,7 +8,7 @@ The model keeps, per session and call key, the last result, how many
 executions in a row returned it, whether the last request was denied, the
 escape runs used, the lock, and whether the key's result ever changed; per
 session, the (key, result) pairs seen and a progress epoch (new information
-breaks every other key's chain).  Results are one-line strings, so D2 never
+from a call never made before breaks every other key's chain).  Results are one-line strings, so D2 never
 applies; cycles, the repeat streak, D5 and the circuit breaker are set out of
 reach so that the only denials are D1's.
 """
@@ -90,6 +90,7 @@ class Model:
             return []
         s = self._s(sid)
         k = s.keys.get(key)
+        fresh = k is None
         if k is None:
             k = s.keys[key] = _Key(epoch=s.epoch)
         self._break(s, k, escaping_too=False)
@@ -115,7 +116,8 @@ class Model:
         k.denied = False
         if (key, result) not in s.seen:
             s.seen.add((key, result))
-            s.epoch += 1
+            if fresh:  # only a call never made before can have changed the world
+                s.epoch += 1
         k.epoch = s.epoch
         return out
 

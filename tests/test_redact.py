@@ -23,6 +23,17 @@ SECRETS = [
     ("TOKEN: abc123, next", "TOKEN: [REDACTED], next"),
     ("api_key='k-9'", "api_key='[REDACTED]'"),
     ("seed " + "ab" * 32 + " end", "seed [REDACTED] end"),
+    # JSON held inside a string argument: the escaped quotes stay, the value goes
+    ('{"command": "mysql --password=\\"hunter2\\" -e 1"}', '{"command": "mysql --password=\\"[REDACTED]\\" -e 1"}'),
+    ('{\\"passwd\\": \\"x-secret-1\\"}', '{\\"passwd\\": \\"[REDACTED]\\"}'),
+    ("DB_PASSWORD=supersecret123", "DB_PASSWORD=[REDACTED]"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "AWS_SECRET_ACCESS_KEY=[REDACTED]"),
+    ("secret_key=abc123 next", "secret_key=[REDACTED] next"),
+    ("run --password hunter2 --user bob", "run --password [REDACTED] --user bob"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [REDACTED]"),
+    ("git clone https://user:pw12345@github.com/x/y", "git clone https://user:[REDACTED]@github.com/x/y"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+     "-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----"),
 ]
 
 
@@ -43,6 +54,10 @@ def test_secrets_are_redacted(text: str, expected: str) -> None:
         "the task took 1234567890 ms; skip-list and sk-8 are words",
         "call 35dca543bb3b… (limit 3)",
         "the password rule says nothing here",
+        "the token count is 5; tokenizer: bpe; max_tokens: 300",
+        "password_reset_url: /reset",
+        "https://docs.python.org/3/library/asyncio-task.html#asyncio.wait_for",
+        "see https://example.com:8443/path for the --password-file option",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:

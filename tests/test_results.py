@@ -121,5 +121,9 @@ def test_unusual_results_get_a_stable_text() -> None:
     assert result_digest(mixed) == result_digest({1: "a", "b": 2})
     loop: list[object] = []
     loop.append(loop)
-    assert result_text(loop) == "repr:[[...]]"
-    assert result_text(Odd()).startswith("<unprintable Odd")  # default=repr raises -> fallback
+    assert result_text(loop) == "stable:[<cycle>]"
+    assert result_text(Odd()) == "stable:<unprintable Odd: RuntimeError>"  # default=repr raises -> fallback
+    deep: object = "x"
+    for _ in range(5000):
+        deep = [deep]
+    assert result_text(deep) == "stable:" + "[" * 5000 + '"x"' + "]" * 5000  # no recursion limit

@@ -24,6 +24,7 @@ from typing import Any
 from . import __version__
 from .config import PROFILES, TextConfig
 from .errors import InputError
+from .redact import redact_secrets
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
 from .text import CHANNELS, Detection, TextLoopDetector
 from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
@@ -303,7 +304,7 @@ def _loop_lines(finding: TextFinding) -> list[str]:
     more = "…" if finding.excerpt and d.start + len(finding.excerpt) < min(d.cut, finding.length) else ""
     return [
         f"  LOOP    {head}",
-        f"          {'repeats' if d.cut > d.start else 'from start'}: “{_show(finding.excerpt)}{more}”",
+        f"          {'repeats' if d.cut > d.start else 'from start'}: “{_show(redact_secrets(finding.excerpt))}{more}”",
         f"          would cut at {d.cut}: keep {d.cut} of {finding.length} chars, drop {finding.length - d.cut}",
     ]
 

@@ -22,10 +22,15 @@ Rules (seed names; the texts are in :mod:`loopguard.messages`):
   changed before in this session (a poll that made progress gets one more
   identical result before it is denied: the rollout that stays at "2 of 6"
   for one poll is not stuck).
-  *Beyond the seed:* with ``progress_resets_repeats`` (default), a call of
-  another key that brought new information between two executions breaks
-  the chain and unlocks the key: after an edit, re-running the same test is
-  not zero-information (the world changed).
+  *Beyond the seed:* with ``progress_resets_repeats`` (default), a *new
+  action* between two executions -- a call never made before in the
+  session whose result is new information -- breaks the chain and unlocks
+  the key: after an edit, re-running the same test is not zero-information
+  (the world changed).  A repeated call whose result changed (a clock, an
+  uptime, a poll) is not a new action, so a failing call alternated with
+  such a probe is still caught.
+* A result the host reports for a request that was denied or cancelled
+  (seed 001 routes denials through the result pipeline) is ignored.
 * **D1' replay.**  :meth:`ToolGuard.observe_attempt` compares the stream
   signature of adjacent attempts (reasoning + text + tool calls, at least
   ``min_replay_chars``); identical → replay mode (limit 1) until an attempt
@@ -107,6 +112,7 @@ from .results import (
     DEFAULT_VOLATILE_FIELDS,
     normalized,
     result_lines,
+    stable_text,
     summarize_result,
     text_digest,
 )
@@ -147,7 +153,7 @@ _BIG = 1_000_000
 
 
 def _strings(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise TypeError
     items = tuple(value)
     if not all(isinstance(v, str) and v for v in items):
@@ -307,6 +313,9 @@ class ToolGuardConfig:
             raise ConfigError("unscoped_search", self.unscoped_search, "'deny' or 'allow'", owner="ToolGuardConfig")
         if self.language not in messages.LANGUAGES:
             raise ConfigError("language", self.language, "'auto', 'en' or 'zh'", owner="ToolGuardConfig")
+        if self.unscoped_search == "deny" and not self.scope_fields:
+            raise ConfigError("scope_fields", self.scope_fields, "at least one field name while unscoped_search='deny'",
+                              owner="ToolGuardConfig")
         if self.cycle_deny_periods < self.cycle_notice_periods:
             raise ConfigError("cycle_deny_periods", self.cycle_deny_periods,
                               f">= cycle_notice_periods ({self.cycle_notice_periods})", owner="ToolGuardConfig")
@@ -315,18 +324,37 @@ class ToolGuardConfig:
     def from_mapping(cls, data: Mapping[str, Any]) -> ToolGuardConfig:
         """Build from a mapping (a parsed config file); unknown keys → ``ConfigError``.
         camelCase keys of the seed's table (``repeatLimit``) are accepted too."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"ToolGuardConfig.from_mapping needs a mapping, not {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}
+        given: dict[str, str] = {}  # snake_case name -> the key as written
         for key, value in data.items():
-            name = re.sub(r"(?<!^)(?=[A-Z])", "_", str(key)).lower() if isinstance(key, str) else key
-            if name not in known:
+            if not isinstance(key, str):
                 raise ConfigError(str(key), value, "a known key (see ToolGuardConfig's docstring)",
                                   owner="ToolGuardConfig")
+            name = re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+            if name not in known:
+                raise ConfigError(key, value, "a known key (see ToolGuardConfig's docstring)",
+                                  owner="ToolGuardConfig")
+            if name in values:
+                raise ConfigError(key, value, f"given once (also given as {given[name]!r})", owner="ToolGuardConfig")
             values[name] = value
-        return cls(**values)
+            given[name] = key
+        try:
+            return cls(**values)
+        except ConfigError as exc:  # name the key as the user wrote it
+            if exc.key in given and given[exc.key] != exc.key:
+                raise ConfigError(given[exc.key], exc.value, exc.rule, owner="ToolGuardConfig") from None
+            raise
 
     def replace(self, **changes: Any) -> ToolGuardConfig:
-        """A copy with ``changes`` applied (validated like the constructor)."""
+        """A copy with ``changes`` applied (validated like the constructor); an
+        unknown key raises ``ConfigError``."""
+        known = {f.name for f in fields(self)}
+        for key, value in changes.items():
+            if key not in known:
+                raise ConfigError(key, value, "a known key (see ToolGuardConfig's docstring)", owner="ToolGuardConfig")
         return replace(self, **changes)
 
     def volatile_fields_for(self, tool: str) -> tuple[str, ...]:
@@ -445,11 +473,11 @@ class _Key:
 class _Session:
     __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
                  "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
-                 "streak_result", "strikes", "executions", "last_call", "last_progress", "pending", "stalled", "call_ids", "lang")
+                 "streak_result", "strikes", "executions", "last_call", "blocked", "last_progress", "pending", "stalled", "call_ids", "lang")
 
     def __init__(self, now: float) -> None:
         self.keys: OrderedDict[str, _Key] = OrderedDict()
-        self.seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.seen: OrderedDict[int, None] = OrderedDict()  # hashes of (call key, result hash)
         self.recent: deque[tuple[str, str, frozenset[str]]] = deque()
         self.epoch = 0
         self.history: deque[tuple[str, str, str]] = deque()  # (key, result hash, tool) of executions
@@ -461,6 +489,7 @@ class _Session:
         self.calls = 0
         self.executions = 0
         self.last_call: tuple[str, Any, Any, str] | None = None
+        self.blocked: set[str] = set()  # keys whose last request was denied or cancelled
         self.replay = False
         self.signature: str | None = None
         self.streak_fp: str | None = None  # ②b
@@ -474,7 +503,7 @@ class _Session:
         self.lang = "en"
 
 
-_SEEN_MAX = 8192
+_SEEN_MAX = 4096
 _CALL_IDS_MAX = 256
 _PATH_KEY = re.compile(r"(?i)(path|file|dir|folder|url|uri|cwd|target)")
 _PATH_TOKEN = re.compile(r"""(?:[A-Za-z][A-Za-z0-9+.-]*://[^\s'"`]+|[^\s'"`=:,;()<>|&]*[/\\][^\s'"`,;()<>|&]*|[^\s'"`=:,;()<>|&/\\]+\.[A-Za-z0-9]{1,8})""")
@@ -530,9 +559,19 @@ def _has_scope(args: Any, scope_fields: Sequence[str]) -> bool:
 
 
 def _check_tool(tool: Any) -> str:
-    if not isinstance(tool, str) or not tool:
+    if not isinstance(tool, str):
         raise TypeError(f"tool must be a non-empty str, not {type(tool).__name__}")
+    if not tool:
+        raise TypeError("tool must be a non-empty str, got ''")
     return tool
+
+
+def _check_call_id(call_id: Any) -> None:
+    if call_id is not None:
+        try:
+            hash(call_id)
+        except TypeError:
+            raise TypeError(f"call_id must be hashable (a str or int), not {type(call_id).__name__}") from None
 
 
 class ToolGuard:
@@ -581,6 +620,9 @@ class ToolGuard:
             raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
         if not callable(clock):
             raise TypeError("clock must be a callable returning seconds")
+        now = clock()
+        if isinstance(now, bool) or not isinstance(now, (int, float)):
+            raise TypeError(f"clock must return seconds as an int or float, not {type(now).__name__}")
         self.config: ToolGuardConfig = config
         self._clock = clock
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
@@ -734,7 +776,8 @@ class ToolGuard:
             when ``tool`` is not a non-empty ``str`` (nothing is recorded).
         """
         tool = _check_tool(tool)
-        parsed = identity._parse_args(args)
+        _check_call_id(call_id)
+        parsed = _parse(args)
         key = _call_key(tool, parsed)
         with self._lock:
             s = self._session(session_id)
@@ -744,6 +787,12 @@ class ToolGuard:
                     return seen[2]
             s.last_call = (tool, args, parsed, key)
             decision = self._before(s, tool, parsed, key)
+            if decision.allowed:
+                s.blocked.discard(key)
+            else:
+                if len(s.blocked) >= self.config.max_keys_per_session:
+                    s.blocked.clear()
+                s.blocked.add(key)
             if call_id is not None:
                 s.call_ids[call_id] = (key, decision.call_index, decision)
                 while len(s.call_ids) > _CALL_IDS_MAX:
@@ -891,6 +940,7 @@ class ToolGuard:
             when ``tool`` is not a non-empty ``str`` or ``error`` is not a bool.
         """
         tool = _check_tool(tool)
+        _check_call_id(call_id)
         if not isinstance(error, bool):
             raise TypeError(f"error must be a bool, not {type(error).__name__}")
         with self._lock:
@@ -899,9 +949,14 @@ class ToolGuard:
             if last is not None and last[1] is args and last[0] == tool:
                 parsed, key = last[2], last[3]  # the object before_call just hashed
             else:
-                parsed = identity._parse_args(args)
+                parsed = _parse(args)
                 key = _call_key(tool, parsed)
             s.last_call = None
+            if key in s.blocked:
+                # the host reports the result of a request that was denied or cancelled (the seed
+                # routes denials through the result pipeline): the tool did not run, nothing to learn
+                logger.debug("after_call of a denied %s request ignored", tool)
+                return []
             index = s.calls - 1
             if call_id is not None:
                 seen = s.call_ids.get(call_id)
@@ -932,6 +987,7 @@ class ToolGuard:
         lang = self._lang(s, text[:2000])
         out: list[Intervention] = []
         # D1 chain
+        fresh = key not in s.keys  # a call never made in this session (or long evicted)
         k = self._key(s, key, tool)
         if self._broken_chain(s, k):
             k.same, k.locked, k.denied, k.escapes = 0, False, False, 0
@@ -959,7 +1015,7 @@ class ToolGuard:
                 k.changed = True
             k.last, k.same, k.escapes, k.denied = digest, 1, 0, False
         k.denied = False
-        k.head = text[: cfg.result_summary_chars * 4 + 1024]
+        k.head = text[: cfg.result_summary_chars * 2 + 256]
         k.error = error
         # D2 drift against other keys' recent results
         lines = result_lines(text if isinstance(value, (str, bytes, bytearray, memoryview)) else value)
@@ -986,13 +1042,13 @@ class ToolGuard:
         while len(s.recent) > cfg.overlap_window:
             s.recent.popleft()
         # new information?
-        pair = (key, digest)
+        pair = hash((key, digest))
         new = pair not in s.seen and not drift
         s.seen[pair] = None
         s.seen.move_to_end(pair)
         while len(s.seen) > _SEEN_MAX:
             s.seen.popitem(last=False)
-        if new:
+        if new and fresh:  # a new action brought new information: the world may have changed
             s.epoch += 1
         k.epoch = s.epoch
         # D3 error avoidance
@@ -1073,7 +1129,7 @@ class ToolGuard:
         parts = [reasoning, "\x00", text]
         size = len(reasoning) + len(text)
         for tool, args in tool_calls:
-            call = f"\x00{tool}\x01{_call_key(str(tool), identity._parse_args(args))}"
+            call = f"\x00{tool}\x01{_call_key(str(tool), _parse(args))}"
             parts.append(call)
             size += len(str(tool)) + len(messages.arguments_preview(args, 10_000))
         signature = hashlib.sha256("".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
@@ -1185,11 +1241,22 @@ class ToolGuard:
             return s.pending if s else 0
 
 
+def _parse(args: Any) -> Any:
+    """Arguments as :func:`loopguard.call_hash` reads them; bytes that are not
+    UTF-8 and JSON too deep to parse stay as given (hashed by their stable text)."""
+    try:
+        return identity._parse_args(args)
+    except (ValueError, RecursionError):
+        return args
+
+
 def _call_key(tool: str, args: Any) -> str:
+    """The call hash of SPEC §4; for arguments canonical JSON refuses (NaN, sets,
+    objects, cycles, more than 500 levels) the hash of their stable text instead."""
     try:
         return identity.call_hash(tool, args)
-    except (TypeError, ValueError):
-        text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = "stable:" + stable_text(args)
         return hashlib.sha256(f"{tool}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
 

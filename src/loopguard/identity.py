@@ -233,7 +233,13 @@ def canonical_json(value: Any, *, name: str = "args") -> str:
 def _parse_args(args: Any) -> Any:
     """Arguments given as a JSON string are parsed first; other strings stay strings."""
     if isinstance(args, (str, bytes, bytearray)):
-        text = args.decode("utf-8", "surrogatepass") if isinstance(args, (bytes, bytearray)) else args
+        if isinstance(args, (bytes, bytearray)):
+            try:
+                text = args.decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError as exc:  # its repr would quote the bytes: name the place only
+                raise ValueError(f"args: bytes that are not UTF-8 (byte {exc.start})") from None
+        else:
+            text = args
         try:
             return json.loads(text)
         except RecursionError:

@@ -18,12 +18,14 @@ from typing import Any
 
 from . import identity
 from .redact import redact_secrets
+from .results import stable_text
 
 __all__ = ["SOURCE", "LANGUAGES", "pick_language", "render", "arguments_preview", "TEMPLATES"]
 
 #: The tag every intervention carries (``Intervention.source``) and starts with.
 SOURCE = "loopguard"
 LANGUAGES = ("auto", "en", "zh")
+_TOOL_CHARS = 100  # tool names longer than this are cut in texts
 
 # kind -> language -> template (str.format fields)
 TEMPLATES: dict[str, dict[str, str]] = {
@@ -227,6 +229,9 @@ def render(template: str, language: str, **fields: Any) -> str:
     """The template named ``template`` in ``language`` (``"en"``/``"zh"``) with
     ``fields`` filled in, redacted.  Raises ``KeyError`` for an unknown template."""
     table = TEMPLATES[template]
+    tool = fields.get("tool")
+    if isinstance(tool, str) and len(tool) > _TOOL_CHARS:  # a tool name is not a payload
+        fields["tool"] = tool[:_TOOL_CHARS] + "…"
     text = table.get(language, table["en"]).format(**fields)
     return redact_secrets(text)
 
@@ -243,7 +248,7 @@ def arguments_preview(args: Any, limit: int) -> str:
         return ""
     try:
         text = identity.canonical_json(identity._parse_args(args), name="args")
-    except (TypeError, ValueError):
-        text = json.dumps(args, sort_keys=True, ensure_ascii=False, default=lambda o: type(o).__name__)
+    except (TypeError, ValueError, RecursionError):  # NaN, sets, objects, cycles, very deep values
+        text = stable_text(args)
     text = redact_secrets(text)  # before the cut: a cut secret would no longer look like one
     return text[:limit] + ("…" if len(text) > limit else "")

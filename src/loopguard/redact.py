@@ -10,9 +10,15 @@ like a credential with ``[REDACTED]``:
   ``hf_…``);
 * ``Bearer <token>`` (the token; the word ``Bearer`` stays);
 * JSON Web Tokens (three base64url segments, the first starting ``eyJ``);
-* the values of ``password=`` / ``passwd=`` / ``pwd=`` / ``token=`` /
-  ``secret=`` / ``api_key=`` / ``access_token=`` (also ``:`` and JSON
-  ``"password": "…"`` forms);
+* the values of ``password=`` / ``passwd=`` / ``pwd=`` / ``passphrase=`` /
+  ``token=`` / ``secret=`` / ``api_key=`` / ``access_token=`` /
+  ``client_secret=`` / ``secret_key=`` / ``secret_access_key=`` /
+  ``private_key=`` (also with a prefix such as ``DB_PASSWORD=`` or
+  ``AWS_SECRET_ACCESS_KEY=``, with ``:``, in JSON ``"password": "…"``, and in
+  JSON held inside a string, ``\"password\": \"…\"``), and of
+  ``--password VALUE``-style flags;
+* ``Basic``/``Token`` credentials like ``Bearer`` ones, the password of
+  ``scheme://user:password@host`` URLs, and PEM private-key bodies;
 * 64-hex-digit strings (secrets and private keys; SHA-256 call hashes are
   never printed in full by loopguard, only their 12-hex prefix).
 
@@ -41,21 +47,31 @@ _PREFIXED_KEY = re.compile(
     r"|hf_[A-Za-z0-9]{30,}"
     r")"
 )
-_BEARER = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{8,}")
+_BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+_SECRET_NAME = (
+    r"(?:password|passwd|pwd|passphrase|token|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
+    r"|client[_-]?secret|secret[_-]?(?:access[_-]?)?key|private[_-]?key)"
+)
 _ASSIGNMENT = re.compile(
-    r"""(?ix)
-    (["']?\b(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)
-    ["']?\s*[=:]\s*)          # the key and its = or :
-    (?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&}]+)   # the value: quoted, or up to a separator
+    rf"""(?ix)
+    (\\?["']?(?<![A-Za-z0-9])[A-Za-z0-9_]*?{_SECRET_NAME}\\?["']?\s*[=:]\s*)   # key, = or :, also DB_PASSWORD, \"pwd\"
+    (?:\\"(?:[^"\\\n]|\\[^"\n])*\\"        # a value in escaped quotes (JSON inside a string)
+      |"[^"\n]*"|'[^'\n]*'               # quoted
+      |[^\s"',;&}}]+)                    # or up to a separator
     """
+)
+_FLAG = re.compile(rf"(?i)(--?{_SECRET_NAME}[ \t]+)(?!-)[^\s\"']+")  # --password hunter2 (= forms: _ASSIGNMENT)
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(@)")
+_PEM = re.compile(
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)"
 )
 _HEX64 = re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
 
 
 def _assignment(match: re.Match[str]) -> str:
     value = match.group(0)[len(match.group(1)) :]
-    quote = value[0] if value[:1] in "\"'" else ""
+    quote = '\\"' if value.startswith('\\"') else value[0] if value[:1] in "\"'" else ""
     return f"{match.group(1)}{quote}{REDACTED}{quote}"
 
 
@@ -88,8 +104,11 @@ def redact_secrets(text: str) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
+    text = _PEM.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
     text = _JWT.sub(REDACTED, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _PREFIXED_KEY.sub(REDACTED, text)
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
     text = _ASSIGNMENT.sub(_assignment, text)
+    text = _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     return _HEX64.sub(REDACTED, text)

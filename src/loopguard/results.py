@@ -41,6 +41,7 @@ __all__ = [
     "normalized_text",
     "result_digest",
     "result_text",
+    "stable_text",
     "text_digest",
     "result_lines",
     "summarize_result",
@@ -73,7 +74,8 @@ DEFAULT_VOLATILE_FIELDS: tuple[str, ...] = (
     "latency_ms",
 )
 
-_MAX_LINES = 16384  # line sets (D2) look at this many lines
+_MAX_LINES = 512  # line sets (D2) look at the first 512 lines of a result
+_STRIP_DEPTH = 100  # volatile members are dropped down to this depth
 
 # The text rules.  ASCII semantics throughout (\d = [0-9], \b between [A-Za-z0-9_] and the rest).
 _ISO_DATETIME = re.compile(
@@ -123,7 +125,7 @@ def _key_forms(fields: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _strip_value(value: Any, fields: frozenset[str], depth: int = 0) -> Any:
-    if depth > identity.MAX_DEPTH:
+    if depth > _STRIP_DEPTH:  # deeper parts are kept as they are (two frames per level)
         return value
     if isinstance(value, Mapping):
         return {
@@ -323,11 +325,88 @@ def normalized(result: Any, volatile_fields: Iterable[str] | None = DEFAULT_VOLA
     return text, value
 
 
-def _fallback_text(result: Any) -> str:
+class _Close:
+    __slots__ = ("text", "ident")
+
+    def __init__(self, text: str, ident: int) -> None:
+        self.text, self.ident = text, ident
+
+
+def stable_text(value: Any) -> str:
+    """A deterministic text for any value, without recursion (any depth, cycles as
+    ``<cycle>``): mappings with their keys sorted by ``(type name, repr)``,
+    sequences in order, strings JSON-quoted, other objects by ``repr`` (or
+    ``<unprintable T>`` when that raises).  The fallback identity of arguments
+    and results that JSON cannot hold.
+
+    >>> stable_text({"b": [1, (2, None)], "a": "x"})
+    '{"a":"x","b":[1,[2,None]]}'
+    >>> loop = []; loop.append(loop); stable_text(loop)
+    '[<cycle>]'
+    """
+    out: list[str] = []
+    stack: list[Any] = [value]
+    open_ids: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Close):
+            out.append(item.text)
+            open_ids.discard(item.ident)
+            continue
+        if isinstance(item, _Literal):
+            out.append(item)
+            continue
+        if isinstance(item, str):
+            out.append(json.dumps(item, ensure_ascii=False))
+        elif item is None or isinstance(item, (bool, int, float)):
+            out.append(repr(item))
+        elif isinstance(item, (Mapping, list, tuple)):
+            ident = id(item)
+            if ident in open_ids:
+                out.append("<cycle>")
+                continue
+            open_ids.add(ident)
+            if isinstance(item, Mapping):
+                try:
+                    keys = sorted(item, key=lambda k: (type(k).__name__, _safe_repr(k)))
+                    entries = [(k, item[k]) for k in keys]
+                except Exception:  # noqa: BLE001 - a mapping that fails to iterate or index
+                    out.append(f"<unprintable {type(item).__name__}>")
+                    open_ids.discard(ident)
+                    continue
+                out.append("{")
+                stack.append(_Close("}", ident))
+                for n, (k, v) in enumerate(reversed(entries)):
+                    stack.append(v)
+                    label = k if isinstance(k, str) else _safe_repr(k)
+                    stack.append(_Literal(json.dumps(label, ensure_ascii=False) + ":"))
+                    if n < len(entries) - 1:
+                        stack.append(_Literal(","))
+            else:
+                out.append("[")
+                stack.append(_Close("]", ident))
+                for n, element in enumerate(reversed(item)):
+                    stack.append(element)
+                    if n < len(item) - 1:
+                        stack.append(_Literal(","))
+        else:
+            out.append(_safe_repr(item))
+    return "".join(out)
+
+
+class _Literal(str):
+    """Text :func:`stable_text` emits as it is."""
+
+
+def _safe_repr(value: Any) -> str:
     try:
-        return "repr:" + repr(result)
+        return repr(value)
     except Exception as exc:  # noqa: BLE001 - an object whose repr raises still gets a stable text
-        return f"<unprintable {type(result).__name__}: {type(exc).__name__}>"
+        return f"<unprintable {type(value).__name__}: {type(exc).__name__}>"
+
+
+def _fallback_text(result: Any) -> str:
+    return "stable:" + stable_text(result)
 
 
 def result_digest(result: Any, *, error: bool = False, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS) -> str:
@@ -354,7 +433,7 @@ def text_digest(text: str, *, error: bool = False) -> str:
 
 
 def result_lines(result: Any) -> frozenset[str]:
-    """The set of distinct stripped lines among the first 16384 lines of a
+    """The set of distinct stripped lines among the first 512 lines of a
     result that hold at least one letter or digit (D2's line set: brackets,
     rules and blank lines carry no information).  JSON-like values are laid
     out one member per line."""

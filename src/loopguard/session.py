@@ -318,6 +318,9 @@ class Session:
         elif not isinstance(config, SessionConfig):
             raise TypeError(f"config must be a SessionConfig or None, not {type(config).__name__}")
         if guard is None:
+            if guard_config is not None and not isinstance(guard_config, (ToolGuardConfig, Mapping)):
+                raise TypeError(f"guard_config must be a ToolGuardConfig, a mapping or None, "
+                                f"not {type(guard_config).__name__}")
             guard = ToolGuard(guard_config, clock=time.monotonic if clock is None else clock)
         elif not isinstance(guard, ToolGuard):
             raise TypeError(f"guard must be a ToolGuard or None, not {type(guard).__name__}")
@@ -793,8 +796,10 @@ class Session:
             after :meth:`dispose`.
         """
         self._alive()
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a str, not {type(reason).__name__}")
         logger.info("session %r: turn %d cancelled by the host%s", self._sid, self._turn,
-                    f": {redact_secrets(reason[:200])}" if reason else "")
+                    f": {redact_secrets(reason)[:200]}" if reason else "")
         self._guard.cancel_pending(self._sid)  # pending calls will never report: ② uses stall_minutes again
         self._attempt_open = False
         self._detectors = {}
