@@ -134,13 +134,14 @@ def test_unknown_channel_raises_value_error_naming_it() -> None:
     assert (s.turn, s.attempt, s.retained_chars) == (0, 0, 0)
 
 
-def test_feed_and_tool_call_start_turn_and_attempt_implicitly() -> None:
+def test_feed_starts_turn_and_attempt_implicitly_and_tool_calls_belong_to_the_last_attempt() -> None:
     s = Session()
     assert s.feed("hi", "reasoning").action == "allow"
     assert (s.turn, s.attempt) == (1, 1)
     s.end_attempt()
-    assert s.tool_call("read", {"path": "a.py"}).action == "allow"
-    assert (s.turn, s.attempt) == (1, 2)
+    assert s.tool_call("read", {"path": "a.py"}).action == "allow"  # runs after the request ended
+    assert (s.turn, s.attempt) == (1, 1)
+    s.start_attempt()
     s.start_attempt()  # ends attempt 2 implicitly
     assert (s.turn, s.attempt) == (1, 3)
     s.start_turn()

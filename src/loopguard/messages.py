@@ -187,6 +187,23 @@ TEMPLATES: dict[str, dict[str, str]] = {
         ),
         "zh": "[loopguard] 你最近 {count} 个回合只有思考、没有输出正文。现在请把给用户的回答写出来。",
     },
+    "stall_nudge": {
+        "en": (
+            "[loopguard] Your last {count} responses were long reasoning with no answer and no tool call. "
+            "Stop deliberating: give the answer now, or take one concrete action."
+        ),
+        "zh": "[loopguard] 你最近 {count} 次回复都只有很长的思考，没有正文也没有工具调用。停止反复斟酌：现在给出回答，或执行一个具体动作。",
+    },
+    "marker_reasoning": {"en": "〔{count} chars of repeated reasoning removed〕", "zh": "〔已删除 {count} 字符的重复推理〕"},
+    "marker_text": {"en": "〔{count} chars of repeated text removed〕", "zh": "〔已删除 {count} 字符的重复正文〕"},
+    "resume": {
+        "en": (
+            "[loopguard] Your previous {channel} started repeating itself and was stopped; the "
+            "{count} repeated characters were removed. Do not repeat what you already wrote. Continue "
+            "from where the useful part ended and give the final answer."
+        ),
+        "zh": "[loopguard] 你上一次的{channel_zh}开始重复自身，已被中止，{count} 个重复字符已删除。不要重复已经写过的内容，从有效部分结束处继续，并给出最终回答。",
+    },
     "alt_read": {
         "en": "call `read` on {path} (offset {line}) instead of searching again.",
         "zh": "改为对 {path} 调用 `read`（offset {line}），不要再搜索。",

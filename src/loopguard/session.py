@@ -42,6 +42,9 @@ What each call does and which rule owns it:
   its tool calls within :data:`MAX_ATTEMPT_CALLS` (1024); a longer attempt
   is **never treated as a replay** (it is reported to the guard as a
   unique attempt, which also ends any replay streak).
+* **Stall nudge** (seed 003): :meth:`Session.end_attempt` returns ``notice``
+  (``kind="stall_nudge"``) after ``stall_calls`` reasoning-only attempts in
+  a row, at most ``stall_nudge_max`` times per session.
 * **② stall** and **③ strikes** (seed 002): :meth:`Session.check_stall`;
   progress events are :meth:`start_attempt`, every :meth:`feed`,
   :meth:`end_attempt`, :meth:`tool_call` and :meth:`tool_result`.
@@ -52,9 +55,9 @@ What each call does and which rule owns it:
   survives :meth:`start_turn` (seed 001: counts are not cleared by new user
   messages); :meth:`Session.reset` forgets it.
 
-Implicit steps: :meth:`feed`, :meth:`tool_call` and :meth:`start_attempt`
-start a turn when none is open; :meth:`feed` and :meth:`tool_call` start an
-attempt when none is open; :meth:`start_attempt` and :meth:`end_turn` end an
+Implicit steps: :meth:`feed` and :meth:`start_attempt` start a turn when
+none is open; :meth:`feed` starts an attempt when none is open (a tool call
+runs after its request ended and belongs to the last attempt); :meth:`start_attempt` and :meth:`end_turn` end an
 open attempt first (as :meth:`end_attempt`, its verdict is then only
 logged: call :meth:`end_attempt` yourself to see it).
 
@@ -137,6 +140,17 @@ class SessionConfig:
     text_strikes : bool
         A text loop that stops an attempt counts as a ③ strike
         (``ToolGuard.strike(session_id, "text_loop")``).  Default True.
+    stall_calls : int
+        Seed 003 stall nudge: this many consecutive attempts with at least
+        ``stall_min_reasoning_chars`` of reasoning, no answer text and no tool
+        call → one nudge (:meth:`Session.end_attempt` returns ``notice`` with
+        ``kind="stall_nudge"``); a normal attempt restarts the count.  Default
+        3; 0 = off.
+    stall_min_reasoning_chars : int
+        Default 1024 (code points).
+    stall_nudge_max : int
+        At most this many nudges per session (default 3): the nudge must not
+        become a loop of its own.
 
     Raises
     ------
@@ -159,9 +173,13 @@ class SessionConfig:
     empty_turn_steer_max: int = 3
     empty_turn_detect: bool = True
     text_strikes: bool = True
+    stall_calls: int = 3
+    stall_min_reasoning_chars: int = 1024
+    stall_nudge_max: int = 3
 
     def __post_init__(self) -> None:
-        for key, lo in (("empty_turn_limit", 1), ("empty_turn_steer_max", 0)):
+        for key, lo in (("empty_turn_limit", 1), ("empty_turn_steer_max", 0), ("stall_calls", 0),
+                        ("stall_min_reasoning_chars", 0), ("stall_nudge_max", 0)):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= _BIG:
                 raise ConfigError(key, value, f"an integer from {lo} to {_BIG}", owner="SessionConfig")
@@ -348,6 +366,10 @@ class Session:
         self._turn_reasoning = 0
         self._turn_text = False
         self._samples: dict[str, str] = {}
+        self._stall_streak = 0  # seed 003: reasoning-only attempts in a row
+        self._nudges = 0
+        self._rescues = 0  # seed 003: consecutive rescues (loopguard.stream)
+        self._retry_left = 0  # requests that still use the retry settings
         self._attempt_open = False
         self._detectors: dict[str, TextLoopDetector] = {}
         self._detections: list[Detection] = []
@@ -355,6 +377,9 @@ class Session:
         self._clear_buffers()
 
     def _clear_buffers(self) -> None:
+        self._attempt_reasoning = 0  # code points of reasoning in the open attempt
+        self._attempt_text = False  # the open attempt wrote answer text
+        self._attempt_calls = 0
         self._chunks: dict[str, list[str]] = {"reasoning": [], "text": []}
         self._kept = 0  # code points in _chunks
         self._calls: list[tuple[str, Any]] = []
@@ -511,8 +536,9 @@ class Session:
         n = len(delta)
         if channel == "reasoning":
             self._turn_reasoning += n
-        elif not self._turn_text and not delta.isspace() and n:
-            self._turn_text = True
+            self._attempt_reasoning += n
+        elif n and not self._attempt_text and not delta.isspace():
+            self._turn_text = self._attempt_text = True
         sample = self._samples.get(channel, "")
         if len(sample) < LANG_SAMPLE_CHARS and n:
             self._samples[channel] = sample + delta[: LANG_SAMPLE_CHARS - len(sample)]
@@ -606,16 +632,85 @@ class Session:
             replay = self._guard.observe_attempt(
                 self._sid, reasoning="".join(self._chunks["reasoning"]), text="".join(self._chunks["text"]),
                 tool_calls=self._calls)
+        nudge = self._stall_nudge()
         self._clear_buffers()
         self._guard.note_progress(self._sid)
         if self._stopped is not None:
             return self._stopped
+        if nudge is not None:
+            return nudge
         if replay:
             logger.info("session %r: D1' replay mode (turn %d, attempt %d)", self._sid, self._turn, self._attempt)
             return Verdict("allow", "replay", evidence={"replay": True})
         return _ALLOW
 
+    def _stall_nudge(self) -> Verdict | None:
+        """Seed 003 stall nudge, judged at the end of an attempt."""
+        cfg = self.config
+        if cfg.stall_calls == 0:
+            return None
+        if self._attempt_text or self._attempt_calls or self._attempt_reasoning < cfg.stall_min_reasoning_chars:
+            self._stall_streak = 0
+            return None
+        self._stall_streak += 1
+        if self._stall_streak != cfg.stall_calls:
+            return None  # one nudge per run of reasoning-only attempts
+        if self._nudges >= cfg.stall_nudge_max:
+            logger.warning("session %r: %d reasoning-only attempts in a row; nudge cap %d reached",
+                           self._sid, self._stall_streak, cfg.stall_nudge_max)
+            return None
+        self._nudges += 1
+        lang = messages.pick_language(self._guard.config.language, self._samples.get("reasoning", ""))
+        logger.warning("session %r: %d reasoning-only attempts in a row: nudge %d of %d", self._sid,
+                       self._stall_streak, self._nudges, cfg.stall_nudge_max)
+        return Verdict("notice", "stall_nudge", messages.render("stall_nudge", lang, count=self._stall_streak),
+                       evidence={"attempts": self._stall_streak, "nudges": self._nudges,
+                                 "reasoning_chars": self._attempt_reasoning})
+
+    # ---------------------------------------------------------- rescue state
+
+    @property
+    def consecutive_rescues(self) -> int:
+        """Rescues in a row (seed 003 ``maxConsecutiveRescues``); a normal completion resets it."""
+        return self._rescues
+
+    @property
+    def retry_requests_left(self) -> int:
+        """Requests that still use the retry settings after a rescue (seed 003 ``retryRequests``)."""
+        return self._retry_left
+
+    def _record_rescue(self, retry_requests: int) -> None:
+        self._rescues += 1
+        self._retry_left = retry_requests
+
+    def _record_completion(self) -> None:
+        self._rescues = 0
+
+    def _take_retry(self) -> bool:
+        """Whether the next request uses the retry settings (counts it)."""
+        if self._retry_left > 0:
+            self._retry_left -= 1
+            return True
+        return False
+
     # ---------------------------------------------------------------- tools
+
+    def note_tool_call(self, tool: str, args: Any) -> None:
+        """A tool call the model *streamed* in the open attempt (complete, not yet run).
+
+        It becomes part of the attempt's D1' signature and counts as a call
+        for the stall nudge; the guard decides about it when the host is about
+        to run it (:meth:`tool_call`).  Does nothing when no attempt is open.
+        """
+        self._alive()
+        if not self._attempt_open:
+            return
+        self._attempt_calls += 1
+        if not self._overflow:
+            if len(self._calls) >= MAX_ATTEMPT_CALLS:
+                self._overflow_now("tool calls")
+            else:
+                self._calls.append((tool, args))
 
     def tool_call(self, tool: str, args: Any, *, call_id: Hashable | None = None) -> Verdict:
         """A tool call requested by the model, before it runs (:meth:`ToolGuard.before_call`).
@@ -642,20 +737,18 @@ class Session:
         RuntimeError
             after :meth:`dispose`.
 
-        Starts an attempt (and a turn) if none is open; the call is part of
-        the attempt's D1' signature whatever the decision.  A progress event.
+        Tools usually run after the model's request ended: the call belongs to
+        the last attempt and does not start a new one.  While an attempt is
+        open the call is part of its D1' signature (unless the stream already
+        reported it with :meth:`note_tool_call`), whatever the decision.  A
+        progress event.
         """
         self._alive()
         if not isinstance(tool, str) or not tool:
             raise TypeError(f"tool must be a non-empty str, not {type(tool).__name__}")
-        if not self._attempt_open:
-            self.start_attempt()
         decision = self._guard.before_call(self._sid, tool, args, call_id=call_id)
-        if not self._overflow:
-            if len(self._calls) >= MAX_ATTEMPT_CALLS:
-                self._overflow_now("tool calls")
-            else:
-                self._calls.append((tool, args))
+        if self._attempt_open and (tool, args) not in self._calls:
+            self.note_tool_call(tool, args)
         return Verdict(decision.action, decision.kind, decision.reason, decision=decision,
                        evidence=dict(decision.evidence))
 

@@ -1,0 +1,218 @@
+"""The guarded iterators every adapter shares (sync and async; SPEC §3, seed 003).
+
+An adapter supplies ``apply(chunk, guard) -> Action``: it reads the chunk by
+field name (dicts and SDK objects alike, see :func:`field`) and reports its
+events to the :class:`~loopguard.stream.StreamGuard`.  The iterators here
+pass chunks through unchanged, stop where the guard says, close the
+upstream, and keep the outcome.  An upstream error is recorded and re-raised
+unchanged; the guard's own errors never reach the host.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+from ..session import Session
+from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
+
+__all__ = ["field", "GuardedStream", "AsyncGuardedStream", "Apply"]
+
+logger = logging.getLogger("loopguard.integrations")
+
+T = TypeVar("T")
+Apply = Callable[[Any, StreamGuard], Action]
+
+
+def field(obj: Any, name: str) -> Any:
+    """``obj[name]`` for a mapping, else ``getattr(obj, name)``, else the
+    pydantic ``model_extra`` entry (fields an SDK model does not declare, such
+    as ``reasoning_content``); ``None`` when absent or unreadable."""
+    if obj is None:
+        return None
+    try:
+        if isinstance(obj, Mapping):
+            return obj.get(name)
+        value = getattr(obj, name, None)
+        if value is None:
+            extra = getattr(obj, "model_extra", None)
+            if isinstance(extra, Mapping):
+                value = extra.get(name)
+        return value
+    except Exception:  # noqa: BLE001 - an object whose attribute access raises is "absent"
+        return None
+
+
+def _apply_safely(apply: Apply, chunk: Any, guard: StreamGuard) -> Action:
+    try:
+        return apply(chunk, guard)
+    except Exception:  # noqa: BLE001 - the adapter must never break the host's stream
+        logger.error("loopguard could not read a stream chunk; passing it through", exc_info=True)
+        return Action.CONTINUE
+
+
+def _close_sync(stream: Any) -> None:
+    close = getattr(stream, "close", None)
+    if callable(close):
+        try:
+            result = close()
+            if inspect.isawaitable(result):  # an async close on a sync iterator: cannot await here
+                getattr(result, "close", lambda: None)()
+        except Exception:  # noqa: BLE001 - closing is best effort; the outcome stands
+            logger.info("closing the upstream stream failed", exc_info=True)
+
+
+async def _close_async(stream: Any) -> None:
+    for name in ("aclose", "close"):
+        close = getattr(stream, name, None)
+        if callable(close):
+            try:
+                result = close()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # noqa: BLE001
+                logger.info("closing the upstream stream failed", exc_info=True)
+            return
+
+
+class _Guarded(Generic[T]):
+    def __init__(self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None,
+                 session: Session | None) -> None:
+        self._stream = stream
+        self._apply = apply
+        self.guard = StreamGuard(session, config)
+        self._done = False
+        self._stop_after = False
+
+    @property
+    def outcome(self) -> StreamOutcome:
+        """The stream's :class:`~loopguard.stream.StreamOutcome` (final once iteration ended)."""
+        return self.guard.outcome
+
+    @property
+    def session(self) -> Session:
+        """The session the stream belongs to."""
+        return self.guard.session
+
+    def _finish(self) -> StreamOutcome:
+        self._done = True
+        outcome = self.guard.finish()
+        if outcome.cancelled and self.guard.config.on_rescue_cap == "raise":
+            raise LoopGuardCancelled(outcome)
+        return outcome
+
+    def _fail(self, error: BaseException) -> None:
+        self._done = True
+        self.guard.fail(error)
+
+
+class GuardedStream(_Guarded[T], Iterator[T]):
+    """A sync iterator over the upstream's chunks, unchanged, until the guard stops it.
+
+    Attributes
+    ----------
+    outcome : StreamOutcome
+        After iteration: detection, cut, kept texts, completed tool calls, …
+    guard : StreamGuard
+        The guard (its ``session`` spans attempts).
+
+    Use as an iterator or a context manager (``with guard_stream(...) as s``);
+    :meth:`close` closes the upstream and finishes the outcome.
+    """
+
+    def __iter__(self) -> GuardedStream[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._done:
+            raise StopIteration
+        if self._stop_after:
+            self._stop()
+            raise StopIteration
+        try:
+            chunk: T = next(self._it())
+        except StopIteration:
+            self._finish()
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+            raise  # the host's error, unchanged
+        action = _apply_safely(self._apply, chunk, self.guard)
+        if action is Action.STOP_BEFORE:
+            self._stop()
+            raise StopIteration
+        if action is Action.STOP_AFTER:
+            self._stop_after = True
+        return chunk
+
+    def _it(self) -> Iterator[T]:
+        it: Iterator[T] | None = getattr(self, "_iterator", None)
+        if it is None:
+            it = self._iterator = iter(self._stream)
+        return it
+
+    def _stop(self) -> None:
+        _close_sync(self._stream)
+        self._finish()
+
+    def close(self) -> None:
+        """Close the upstream and finish the outcome (idempotent)."""
+        if not self._done:
+            _close_sync(self._stream)
+            self._finish()
+
+    def __enter__(self) -> GuardedStream[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
+    """The ``async for`` twin of :class:`GuardedStream` (closes with ``await stream.close()``)."""
+
+    def __aiter__(self) -> AsyncGuardedStream[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._done:
+            raise StopAsyncIteration
+        if self._stop_after:
+            await self._stop()
+            raise StopAsyncIteration
+        try:
+            it = getattr(self, "_iterator", None)
+            if it is None:
+                it = self._iterator = self._stream.__aiter__()
+            chunk: T = await it.__anext__()
+        except StopAsyncIteration:
+            self._finish()
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        action = _apply_safely(self._apply, chunk, self.guard)
+        if action is Action.STOP_BEFORE:
+            await self._stop()
+            raise StopAsyncIteration
+        if action is Action.STOP_AFTER:
+            self._stop_after = True
+        return chunk
+
+    async def _stop(self) -> None:
+        await _close_async(self._stream)
+        self._finish()
+
+    async def close(self) -> None:
+        """Close the upstream and finish the outcome (idempotent)."""
+        if not self._done:
+            await _close_async(self._stream)
+            self._finish()
+
+    async def __aenter__(self) -> AsyncGuardedStream[T]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

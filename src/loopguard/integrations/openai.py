@@ -1,0 +1,299 @@
+"""OpenAI-compatible streams: guard, prune, resume (SPEC §3; seed 003; research/ecosystem.md §1.1–1.2, §1.5).
+
+Chunks are read by field name, so the ``openai`` SDK's objects (any
+version), LiteLLM's, or plain dicts all work; ``openai`` is never imported
+here.  Chat Completions chunks: ``choices[0].delta.content`` → text;
+``delta.reasoning_content`` (DeepSeek, SGLang, LiteLLM) or
+``delta.reasoning`` (vLLM, OpenRouter, Ollama) → reasoning (the first that is
+a non-empty ``str``); ``delta.tool_calls[*]`` fragments by ``index`` (a new
+index closes the previous calls; ``finish_reason`` closes all).  Only choice
+0 is guarded (``n > 1`` streams pass their other choices through).
+
+>>> chunks = [{"choices": [{"index": 0, "delta": {"reasoning_content": "Wait, recheck the sum. "}}]}] * 60
+>>> stream = guard_stream(iter(chunks), config={"mode": "cut"})
+>>> passed = sum(1 for _ in stream)
+>>> passed < 60, stream.outcome.stopped, stream.outcome.detection.kind
+(True, True, 'cycle')
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import messages as _messages
+from ..session import Session
+from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, _stream_config
+from ._base import AsyncGuardedStream, GuardedStream, field
+
+__all__ = [
+    "guard_stream",
+    "aguard_stream",
+    "apply_chat_chunk",
+    "resume_messages",
+    "ResumeRequest",
+    "create_with_rescue",
+    "acreate_with_rescue",
+    "RescueResult",
+    "LoopGuardCancelled",
+]
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
+    """Report one Chat Completions chunk's events to ``guard`` (choice 0 only).
+
+    Returns the first stopping :class:`~loopguard.stream.Action`, else
+    ``CONTINUE``.  Fields of the wrong type are ignored.
+    """
+    choices = field(chunk, "choices")
+    if not isinstance(choices, (list, tuple)):
+        return Action.CONTINUE
+    for choice in choices:
+        index = field(choice, "index")
+        if index not in (0, None):
+            continue
+        delta = field(choice, "delta")
+        if delta is not None:
+            reasoning = _text(field(delta, "reasoning_content")) or _text(field(delta, "reasoning"))
+            if reasoning is not None:
+                action = guard.reasoning(reasoning)
+                if action.stop:
+                    return action
+            content = _text(field(delta, "content"))
+            if content is not None:
+                action = guard.text(content)
+                if action.stop:
+                    return action
+            calls = field(delta, "tool_calls")
+            if isinstance(calls, (list, tuple)):
+                for call in calls:
+                    key = field(call, "index")
+                    if isinstance(key, bool) or not isinstance(key, int):
+                        continue
+                    fn = field(call, "function")
+                    if key not in guard._calls:  # a new call: the previous ones are complete
+                        action = guard.close_open_calls()
+                        if action.stop:
+                            return Action.STOP_BEFORE  # this chunk starts another call: not passed on
+                    action = guard.tool_args(key, field(fn, "arguments"), id=field(call, "id"),
+                                             name=field(fn, "name"))
+                    if action.stop:
+                        return action
+        if _text(field(choice, "finish_reason")) is not None:
+            action = guard.close_open_calls()
+            if action.stop:
+                return action
+    return Action.CONTINUE
+
+
+def guard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
+                 session: Session | None = None) -> GuardedStream[Any]:
+    """Guard a sync Chat Completions stream (``client.chat.completions.create(..., stream=True)``,
+    a LiteLLM stream, or any iterable of chunk dicts).
+
+    Parameters
+    ----------
+    stream : iterable of chunks
+        Closed with ``stream.close()`` when the guard stops it.
+    config : StreamConfig | Mapping | None
+        ``mode`` (``"rescue"``), ``marker``, ``language``, rescue cap and
+        retry settings (:class:`~loopguard.stream.StreamConfig`).
+    session : Session | None
+        The conversation (text detector config, rescue count, tool guard);
+        a new one when ``None``.
+
+    Returns
+    -------
+    GuardedStream
+        Iterates the chunks unchanged until a cut, then stops; ``.outcome``
+        (a :class:`~loopguard.stream.StreamOutcome`) after iteration.
+
+    Raises
+    ------
+    LoopGuardCancelled
+        from iteration, past ``max_consecutive_rescues`` with
+        ``on_rescue_cap="raise"``.  The upstream's own errors propagate unchanged.
+    """
+    return GuardedStream(stream, apply_chat_chunk, config=config, session=session)
+
+
+def aguard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
+                  session: Session | None = None) -> AsyncGuardedStream[Any]:
+    """The ``async for`` form of :func:`guard_stream` (``AsyncOpenAI`` streams; closed with
+    ``await stream.close()``)."""
+    return AsyncGuardedStream(stream, apply_chat_chunk, config=config, session=session)
+
+
+@dataclass(frozen=True)
+class ResumeRequest:
+    """The next request after a rescue (seed 003 resume).
+
+    Attributes
+    ----------
+    messages : list[dict]
+        The caller's messages, then the pruned assistant message (when it
+        kept any answer text; never the loop), then a short corrective user
+        message tagged ``[loopguard]``.
+    settings : dict
+        ``temperature`` / ``reasoning_effort`` from ``retry_temperature`` /
+        ``retry_reasoning_effort`` (empty when ``retry_requests`` is 0).
+    """
+
+    messages: list[dict[str, Any]]
+    settings: dict[str, Any]
+
+    def kwargs(self) -> dict[str, Any]:
+        """``{"messages": ..., **settings}`` to merge into ``create(...)`` arguments."""
+        return {"messages": self.messages, **self.settings}
+
+
+def resume_messages(messages: Sequence[Mapping[str, Any]], outcome: StreamOutcome, *,
+                    config: StreamConfig | Mapping[str, Any] | None = None,
+                    include_reasoning: bool = False) -> ResumeRequest:
+    """Build the resume request after a cut (seed 003): never the loop text.
+
+    Parameters
+    ----------
+    messages : sequence of message dicts
+        The request that looped (copied, not modified).
+    outcome : StreamOutcome
+        The cut stream's outcome.
+    config : StreamConfig | Mapping | None
+        For ``language`` and the retry settings.
+    include_reasoning : bool
+        Put the kept (pruned) reasoning on the assistant message as
+        ``reasoning_content`` (off by default: several servers reject it in
+        requests).
+
+    Completed tool calls of the cut attempt are not replayed (they would need
+    their results first); they are in ``outcome.tool_calls``.
+
+    Raises
+    ------
+    TypeError
+        for a non-sequence ``messages`` or a non-outcome.
+    """
+    if not isinstance(outcome, StreamOutcome):
+        raise TypeError(f"outcome must be a StreamOutcome, not {type(outcome).__name__}")
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a sequence of message dicts, not {type(messages).__name__}")
+    cfg = _stream_config(config)
+    out = [copy.copy(dict(m)) if isinstance(m, Mapping) else m for m in messages]
+    assistant: dict[str, Any] = {"role": "assistant", "content": outcome.kept_text}
+    if include_reasoning and outcome.kept_reasoning:
+        assistant["reasoning_content"] = outcome.kept_reasoning
+    if outcome.kept_text.strip() or len(assistant) > 2:
+        out.append(assistant)
+    channel = outcome.channel or "reasoning"
+    lang = _messages.pick_language(cfg.language, outcome.kept_text or outcome.kept_reasoning)
+    note = _messages.render("resume", lang, channel="reasoning" if channel == "reasoning" else "answer",
+                            channel_zh="推理" if channel == "reasoning" else "回答", count=outcome.removed)
+    out.append({"role": "user", "content": note})
+    settings = cfg.retry_settings() if cfg.retry_requests > 0 else {}
+    return ResumeRequest(out, settings)
+
+
+@dataclass(frozen=True)
+class RescueResult:
+    """What :func:`create_with_rescue` got.
+
+    Attributes
+    ----------
+    text, reasoning : str
+        The final attempt's kept answer text and reasoning (pruned if it was cut).
+    tool_calls : tuple
+        The final attempt's completed tool calls.
+    outcomes : tuple[StreamOutcome, ...]
+        Every attempt's outcome, in order.
+    rescues : int
+        How many times the stream was cut and resumed.
+    cancelled : bool
+        The last attempt looped past ``max_consecutive_rescues``.
+    messages : list[dict]
+        The messages of the last request sent.
+    """
+
+    text: str
+    reasoning: str
+    tool_calls: tuple[Any, ...]
+    outcomes: tuple[StreamOutcome, ...]
+    rescues: int
+    cancelled: bool
+    messages: list[dict[str, Any]]
+
+
+def _prepare(kwargs: dict[str, Any], session: Session | None) -> tuple[list[Any], Session]:
+    if "messages" not in kwargs:
+        raise TypeError("create_with_rescue needs messages=[...]")
+    messages = list(kwargs.pop("messages"))
+    kwargs["stream"] = True
+    return messages, session if session is not None else Session()
+
+
+def create_with_rescue(client: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
+                       session: Session | None = None, **kwargs: Any) -> RescueResult:
+    """``client.chat.completions.create(stream=True, **kwargs)`` under the guard, resuming
+    after each cut (seed 003's cut → prune → resume), for any OpenAI-compatible client.
+
+    Each cut closes the HTTP response, builds :func:`resume_messages` and sends
+    the next request with the retry settings (for ``retry_requests``
+    requests); a normal completion ends it.  Past ``max_consecutive_rescues``
+    the result has ``cancelled=True`` (or :class:`LoopGuardCancelled` is raised
+    with ``on_rescue_cap="raise"``).
+
+    Raises
+    ------
+    TypeError
+        without ``messages``.  Client errors propagate unchanged.
+    """
+    cfg = _stream_config(config)
+    messages, session = _prepare(kwargs, session)
+    outcomes: list[StreamOutcome] = []
+    while True:
+        settings = cfg.retry_settings() if session.retry_requests_left > 0 else {}
+        stream = client.chat.completions.create(messages=messages, **{**kwargs, **settings})
+        with guard_stream(stream, config=cfg, session=session) as guarded:
+            for _ in guarded:
+                pass
+        outcome = guarded.outcome
+        outcomes.append(outcome)
+        if not outcome.should_resume:
+            return _result(outcome, outcomes, messages)
+        messages = resume_messages(messages, outcome, config=cfg).messages
+
+
+async def acreate_with_rescue(client: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
+                              session: Session | None = None, **kwargs: Any) -> RescueResult:
+    """The ``AsyncOpenAI`` form of :func:`create_with_rescue`."""
+    cfg = _stream_config(config)
+    messages, session = _prepare(kwargs, session)
+    outcomes: list[StreamOutcome] = []
+    while True:
+        settings = cfg.retry_settings() if session.retry_requests_left > 0 else {}
+        stream = await client.chat.completions.create(messages=messages, **{**kwargs, **settings})
+        async with aguard_stream(stream, config=cfg, session=session) as guarded:
+            async for _ in guarded:
+                pass
+        outcome = guarded.outcome
+        outcomes.append(outcome)
+        if not outcome.should_resume:
+            return _result(outcome, outcomes, messages)
+        messages = resume_messages(messages, outcome, config=cfg).messages
+
+
+def _result(outcome: StreamOutcome, outcomes: list[StreamOutcome], messages: list[Any]) -> RescueResult:
+    return RescueResult(
+        text=outcome.kept_text,
+        reasoning=outcome.kept_reasoning,
+        tool_calls=outcome.tool_calls,
+        outcomes=tuple(outcomes),
+        rescues=sum(1 for o in outcomes if o.should_resume),
+        cancelled=outcome.cancelled,
+        messages=messages,
+    )
