@@ -37,7 +37,10 @@ Policy (``StreamConfig``; seed 003 keys):
 * **Rescue cap**: ``max_consecutive_rescues`` (3) rescues in a row; a normal
   completion resets the count; past the cap the stream is cut without
   resume and ``outcome.cancelled`` is set (adapters raise
-  :class:`LoopGuardCancelled` with ``on_rescue_cap="raise"``).
+  :class:`LoopGuardCancelled` with ``on_rescue_cap="raise"``).  In rescue
+  mode this cap, not seed 002's ③ strikes, decides when to give up on a
+  looping stream (each text loop is still a strike for the guard); in cut
+  mode a strikes ``cancel`` sets ``outcome.cancelled``.
 
 The guard never raises from its own logic into the host's stream: an
 internal error is logged and the guard turns itself into a pass-through for
@@ -580,8 +583,10 @@ class StreamGuard:
             if kept and not kept.endswith("\n"):
                 marker = "\n" + marker
         texts[channel] = kept + marker
-        resume = cfg.mode == "rescue" and verdict.action == "cut"
-        cancelled = verdict.action == "cancel"
+        # in rescue mode the rescue cap decides when to give up on a looping stream (a ③ strikes
+        # cancel from the text loop is still counted by the guard, but does not pre-empt the cap)
+        resume = cfg.mode == "rescue"
+        cancelled = not resume and verdict.action == "cancel"
         if resume and session.consecutive_rescues >= cfg.max_consecutive_rescues:
             resume, cancelled = False, True
             logger.warning("loop again after %d rescue(s) in a row: cut without resume", session.consecutive_rescues)

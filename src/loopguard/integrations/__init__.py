@@ -1,8 +1,14 @@
-"""Host adapters: guard the streams and tool calls of LLM SDKs (SPEC §1; research/ecosystem.md).
+"""Host adapters: guard the streams of LLM SDKs (SPEC §3; seed 003; research/ecosystem.md §1).
 
 - :mod:`loopguard.integrations.openai` — OpenAI-compatible Chat Completions
   streams (``guard_stream`` / ``aguard_stream``), ``resume_messages``,
-  ``create_with_rescue``.
+  ``create_with_rescue`` / ``acreate_with_rescue``;
+- :mod:`loopguard.integrations.responses` — OpenAI Responses API events
+  (``guard_response_stream`` / ``aguard_response_stream``);
+- :mod:`loopguard.integrations.anthropic` — Anthropic Messages events
+  (``guard_stream`` / ``aguard_stream``, ``resume_messages``).
 
-Adapters read chunks by field name and never import the SDK they serve.
+Adapters read chunks by field name (dicts and SDK objects of any version)
+and never import the SDK they serve.  Tool bodies go behind
+:func:`loopguard.wrap_tool`; conversations are :class:`loopguard.Session`.
 """
