@@ -20,6 +20,8 @@ MODULES = [
     "loopguard.messages",
     "loopguard.session",
     "loopguard.evaluate",
+    "loopguard.stream",
+    "loopguard.integrations.openai",
 ]
 
 

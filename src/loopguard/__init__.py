@@ -41,6 +41,7 @@ from .guard import (
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .results import normalize_result, result_digest
 from .session import Session, SessionConfig, Verdict
+from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text
 
 # a library logs; the application decides where to (no "last resort" output to stderr)
@@ -64,8 +65,12 @@ __all__ = [
     "InvalidMaxRepeatsError",
     "LoopBrake",
     "LoopBrakeError",
+    "LoopGuardCancelled",
     "Session",
     "SessionConfig",
+    "StreamConfig",
+    "StreamGuard",
+    "StreamOutcome",
     "TextConfig",
     "TextLoopDetector",
     "ToolCallDenied",
