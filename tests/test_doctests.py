@@ -22,6 +22,8 @@ MODULES = [
     "loopguard.evaluate",
     "loopguard.stream",
     "loopguard.integrations.openai",
+    "loopguard.integrations.responses",
+    "loopguard.integrations.anthropic",
 ]
 
 

@@ -556,7 +556,7 @@ class StreamGuard:
             self.close_open_calls()
             self._stopped = True
         end = session.end_attempt() if self._broken is None else None
-        if self._verdict is None and end is not None and end.stop:
+        if self._verdict is None and end is not None and end.stop and error is None:
             self._verdict = end  # the detectors' last checkpoint (finish) called for action
             if cfg.mode != "observe":
                 self._stopped = True
