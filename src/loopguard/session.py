@@ -369,6 +369,7 @@ class Session:
         self._stall_streak = 0  # seed 003: reasoning-only attempts in a row
         self._nudges = 0
         self._rescues = 0  # seed 003: consecutive rescues (loopguard.stream)
+        self._progress_noted = float("-inf")  # the guard's clock at the last progress note from feed()
         self._retry_left = 0  # requests that still use the retry settings
         self._attempt_open = False
         self._detectors: dict[str, TextLoopDetector] = {}
@@ -520,7 +521,10 @@ class Session:
         channel = _check_channel(channel)
         if not self._attempt_open:
             self.start_attempt()
-        self._guard.note_progress(self._sid)
+        now = self._guard._clock()
+        if now - self._progress_noted >= 1.0:  # ② counts minutes: one note a second is plenty
+            self._progress_noted = now
+            self._guard.note_progress(self._sid)
         self._record_text(delta, channel)
         if self._stopped is not None:
             return self._stopped

@@ -259,7 +259,13 @@ class StreamOutcome:
     upstream_error : BaseException | None
         The exception the upstream raised (re-raised to the host unchanged).
     guard_error : str | None
-        Set when the guard's own logic failed and it became a pass-through.
+        Set when the guard's own logic failed and it became a pass-through
+        (text and tool calls are still recorded whole).
+    notice : Verdict | None
+        The session's verdict at the end of the attempt when it has a kind:
+        ``stall_nudge`` (``notice``: add ``notice.reason`` to the
+        conversation before the next request), ``replay`` (informational:
+        D1' replay mode is on).
     mode : str
         The mode the stream ran in.
     """
@@ -281,6 +287,7 @@ class StreamOutcome:
     guard_error: str | None = None
     mode: str = "rescue"
     rescues: int = field(default=0)
+    notice: Verdict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (kept texts and tool calls included: the caller's own data)."""
@@ -301,6 +308,7 @@ class StreamOutcome:
             "guard_error": self.guard_error,
             "mode": self.mode,
             "rescues": self.rescues,
+            "notice": self.notice.to_dict() if self.notice is not None else None,
         }
 
 
@@ -373,15 +381,17 @@ class StreamGuard:
         self._stopped = False
         self._outcome: StreamOutcome | None = None
         self._broken: str | None = None
+        self._finish_reason: str | None = None
         self.retry = session._take_retry()  # this request uses the retry settings
         session.start_attempt()
 
     # ------------------------------------------------------------- helpers
 
     def _safe(self, fn: Any, *args: Any) -> Action:
-        """Run the guard's own logic; an internal error turns the guard into a pass-through."""
-        if self._broken is not None or self._stopped:
-            return Action.STOP_BEFORE if self._stopped else Action.CONTINUE
+        """Run the guard's own logic; an internal error turns the guard into a pass-through
+        (text and tool calls are still recorded, nothing is detected or stopped)."""
+        if self._stopped:
+            return Action.STOP_BEFORE
         try:
             action: Action = fn(*args)
             return action
@@ -429,6 +439,8 @@ class StreamGuard:
             self._stopped = True
             return Action.STOP_BEFORE
         self._texts[channel].append(delta)
+        if self._broken is not None:
+            return Action.CONTINUE
         return self._on_verdict(self.session.feed(delta, channel))
 
     def tool_start(self, key: Any, *, id: Any = None, name: Any = None) -> Action:
@@ -487,7 +499,8 @@ class StreamGuard:
             call.name = name
         if call.open:
             call.open = False
-            self.session.note_tool_call(call.name or "?", "".join(call.parts))
+            if self._broken is None:
+                self.session.note_tool_call(call.name or "?", "".join(call.parts))
         if self._pending and not self._open_calls():
             self._stopped = True
             return Action.STOP_AFTER
@@ -505,6 +518,12 @@ class StreamGuard:
 
     # ---------------------------------------------------------------- end
 
+    def note_finish_reason(self, reason: Any) -> None:
+        """The upstream's own finish reason (``"stop"``, ``"tool_calls"``, ``"end_turn"`` …),
+        reported by adapters when a chunk carries it; kept in ``outcome.finish_reason``."""
+        if isinstance(reason, str) and reason:
+            self._finish_reason = reason
+
     @property
     def stopped(self) -> bool:
         """The guard has stopped the stream."""
@@ -516,7 +535,8 @@ class StreamGuard:
         Idempotent: a second call returns the same outcome.
         """
         if self._outcome is None:
-            self._outcome = self._build(finish_reason if isinstance(finish_reason, str) else None, None)
+            self.note_finish_reason(finish_reason)
+            self._outcome = self._build(self._finish_reason, None)
         return self._outcome
 
     def fail(self, error: BaseException) -> StreamOutcome:
@@ -563,8 +583,9 @@ class StreamGuard:
         texts = {ch: "".join(parts) for ch, parts in self._texts.items()}
         verdict = self._verdict
         detection = verdict.detection if verdict is not None else None
+        notice = end if end is not None and not end.stop and end.kind is not None else None
         base = dict(tool_calls=self._complete_calls(), finish_reason=finish_reason, upstream_error=error,
-                    guard_error=self._broken, mode=cfg.mode, verdict=verdict, detection=detection)
+                    guard_error=self._broken, mode=cfg.mode, verdict=verdict, detection=detection, notice=notice)
         if not self._stopped or verdict is None or detection is None:
             if error is None and self._broken is None and not self._stopped:
                 session._record_completion()

@@ -32,6 +32,8 @@ def field(obj: Any, name: str) -> Any:
     as ``reasoning_content``); ``None`` when absent or unreadable."""
     if obj is None:
         return None
+    if type(obj) is dict:  # the common case, without the ABC check
+        return obj.get(name)
     try:
         if isinstance(obj, Mapping):
             return obj.get(name)

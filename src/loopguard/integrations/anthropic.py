@@ -108,6 +108,7 @@ def apply_anthropic_event(event: Any, guard: StreamGuard) -> Action:
             return Action.CONTINUE
         return guard.tool_end(key)
     if kind in ("message_delta", "message_stop"):
+        guard.note_finish_reason(field(field(event, "delta"), "stop_reason"))
         return guard.close_open_calls()
     return Action.CONTINUE
 

@@ -85,7 +85,9 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
                                              name=field(fn, "name"))
                     if action.stop:
                         return action
-        if _text(field(choice, "finish_reason")) is not None:
+        finish = _text(field(choice, "finish_reason"))
+        if finish is not None:
+            guard.note_finish_reason(finish)
             action = guard.close_open_calls()
             if action.stop:
                 return action
@@ -138,8 +140,8 @@ class ResumeRequest:
     ----------
     messages : list[dict]
         The caller's messages, then the pruned assistant message (when it
-        kept any answer text; never the loop), then a short corrective user
-        message tagged ``[loopguard]``.
+        kept any answer text besides the marker; never the loop), then a
+        short corrective user message tagged ``[loopguard]``.
     settings : dict
         ``temperature`` / ``reasoning_effort`` from ``retry_temperature`` /
         ``retry_reasoning_effort`` (empty when ``retry_requests`` is 0).
@@ -188,7 +190,10 @@ def resume_messages(messages: Sequence[Mapping[str, Any]], outcome: StreamOutcom
     assistant: dict[str, Any] = {"role": "assistant", "content": outcome.kept_text}
     if include_reasoning and outcome.kept_reasoning:
         assistant["reasoning_content"] = outcome.kept_reasoning
-    if outcome.kept_text.strip() or len(assistant) > 2:
+    body = outcome.kept_text
+    if outcome.channel == "text" and outcome.marker and body.endswith(outcome.marker):
+        body = body[: -len(outcome.marker)]  # the marker alone is no answer
+    if body.strip() or len(assistant) > 2:
         out.append(assistant)
     channel = outcome.channel or "reasoning"
     lang = _messages.pick_language(cfg.language, outcome.kept_text or outcome.kept_reasoning)

@@ -112,6 +112,7 @@ def apply_response_event(event: Any, guard: StreamGuard) -> Action:
                 return action
         return guard.tool_end(key, arguments=field(item, "arguments"), name=name)
     if kind in _END:
+        guard.note_finish_reason(kind.rpartition(".")[2])  # completed | incomplete | failed
         return guard.close_open_calls()
     return Action.CONTINUE
 

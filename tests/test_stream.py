@@ -1,0 +1,1083 @@
+"""StreamGuard and the Chat Completions adapter over recorded-shape chunk streams (SPEC §2.6, §3; seed 003).
+
+The fixtures are the dev text cases of ``shared/data/cases`` replayed as the chunks an
+OpenAI-compatible server sends (research/ecosystem.md §1.1, §1.2): reasoning cases as
+DeepSeek-style ``delta.reasoning_content`` chunks (``content: null``), answer cases as
+``delta.content`` chunks, split into deltas of 1, 7 and 64 code points, as plain dicts, as
+``SimpleNamespace`` objects and as the ``openai`` SDK's own ``ChatCompletionChunk`` models.
+
+Every expected value is computed independently of the stream layer: a fresh
+:class:`loopguard.TextLoopDetector` is fed the case one code point at a time and the first
+point at which :meth:`~loopguard.TextLoopDetector.action_required` turns true is the
+**acting checkpoint** (SPEC §2.6: C/P at their first hit, E/L/S at the
+``fuse_hits_before_action``-th checkpoint at which one of them holds).  The acting detection
+is the one the session names for that checkpoint (text.py / session.py): a C/P detection
+reported there, else the last one reported there, else (a fuse family acting on its second
+hit, which reports nothing new) the first C/P or else the last detection reported so far.
+For C/P, ``detection.position`` is the acting checkpoint; for E/L/S it is the checkpoint
+of the episode's first hit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import loopguard.session as session_module
+from loopguard import Session, SessionConfig, TextConfig, TextLoopDetector
+from loopguard.integrations.openai import (
+    aguard_stream,
+    apply_chat_chunk,
+    create_with_rescue,
+    guard_stream,
+    resume_messages,
+)
+from loopguard.messages import pick_language, render
+from loopguard.stream import (
+    Action,
+    LoopGuardCancelled,
+    StreamConfig,
+    StreamGuard,
+    StreamOutcome,
+    StreamToolCall,
+)
+from loopguard.text import Detection
+
+CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "cases"
+RESCUE_KINDS = frozenset({"cycle", "pool"})
+SIZES = (1, 7, 64)
+SHAPES = ("dict", "namespace", "openai")
+
+# loop cases: C on reasoning (zh, en), C on the answer, E/L/S acting on their second hit
+# (reasoning, and an answer with a fenced code block whose positions map back through the
+# mask), and a fuse cut at offset 0 (nothing kept but the marker)
+LOOP_CASES = ("001", "007", "010", "014", "015", "016")
+CLEAN_CASES = ("018", "026")
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    text: str
+    channel: str  # "reasoning" | "text"
+    verdict: str
+
+
+@lru_cache(maxsize=None)
+def load_case(prefix: str) -> Case:
+    index = json.loads((CASES / "index.json").read_text("utf-8"))
+    entry = next(e for e in index if e["file"].startswith(prefix + "_"))
+    text = (CASES / entry["file"]).read_text("utf-8")
+    channel = "reasoning" if entry["channel"] == "reasoning" else "text"
+    return Case(entry["file"], text, channel, entry["verdict"])
+
+
+@dataclass(frozen=True)
+class Acting:
+    checkpoint: int  # code points fed when action_required() first turned true
+    detection: Detection
+
+
+def acting(text: str, channel: str, config: TextConfig | None = None) -> Acting | None:
+    """The acting checkpoint and detection, from a bare detector fed one code point at a time."""
+    det = TextLoopDetector(config or TextConfig())
+    seen: list[Detection] = []
+
+    def pick(found: list[Detection]) -> Detection:
+        candidates = found or seen
+        return next((d for d in candidates if d.kind in RESCUE_KINDS), candidates[-1])
+
+    for i, char in enumerate(text):
+        found = det.feed(char, channel)
+        seen += found
+        if det.action_required(channel):
+            return Acting(i + 1, pick(found))
+    found = det.finish()
+    seen += found
+    if det.action_required(channel):
+        return Acting(len(text), pick(found))
+    return None
+
+
+@lru_cache(maxsize=None)
+def case_acting(prefix: str) -> Acting | None:
+    case = load_case(prefix)
+    return acting(case.text, case.channel)
+
+
+def split(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def chat_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    """One ``chat.completion.chunk`` as an OpenAI-compatible server sends it."""
+    return {
+        "id": "chatcmpl-7f3a",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": "deepseek-reasoner",
+        "system_fingerprint": "fp_3a5770e1b4",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+    }
+
+
+def usage_chunk() -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-7f3a", "object": "chat.completion.chunk", "created": 1767225600,
+        "model": "deepseek-reasoner", "choices": [],
+        "usage": {"prompt_tokens": 31, "completion_tokens": 900, "total_tokens": 931},
+    }
+
+
+def delta_for(channel: str, piece: str) -> dict[str, Any]:
+    if channel == "reasoning":
+        return {"content": None, "reasoning_content": piece}  # DeepSeek: content is null while thinking
+    return {"content": piece}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A recorded stream: ``chunks[HEAD + i]`` carries ``pieces[i]``."""
+
+    chunks: list[Any]
+    pieces: list[str]
+
+    HEAD = 1  # the role chunk
+
+
+def recorded_dicts(text: str, channel: str, size: int) -> Recorded:
+    pieces = split(text, size)
+    head = {"role": "assistant", "content": None, "reasoning_content": ""} if channel == "reasoning" else {
+        "role": "assistant", "content": "", "refusal": None}
+    chunks: list[Any] = [chat_chunk(head)]
+    chunks += [chat_chunk(delta_for(channel, p)) for p in pieces]
+    chunks += [chat_chunk({}, "stop"), usage_chunk()]
+    return Recorded(chunks, pieces)
+
+
+def to_namespace(value: Any) -> Any:
+    if isinstance(value, dict):
+        return SimpleNamespace(**{k: to_namespace(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [to_namespace(v) for v in value]
+    return value
+
+
+def to_openai(value: dict[str, Any]) -> Any:
+    openai_chat = pytest.importorskip("openai.types.chat")
+    return openai_chat.ChatCompletionChunk.model_validate(value)
+
+
+def convert(chunks: list[Any], shape: str) -> list[Any]:
+    if shape == "dict":
+        return chunks
+    if shape == "namespace":
+        return [to_namespace(c) for c in chunks]
+    return [to_openai(c) for c in chunks]
+
+
+def recorded(prefix: str, size: int, shape: str = "dict") -> Recorded:
+    case = load_case(prefix)
+    rec = recorded_dicts(case.text, case.channel, size)
+    return Recorded(convert(rec.chunks, shape), rec.pieces)
+
+
+def run(chunks: Iterable[Any], **kwargs: Any) -> tuple[list[Any], StreamOutcome]:
+    stream = guard_stream(iter(chunks), **kwargs)
+    passed = list(stream)
+    return passed, stream.outcome
+
+
+async def _agen(chunks: Iterable[Any]) -> AsyncIterator[Any]:
+    for chunk in chunks:
+        await asyncio.sleep(0)
+        yield chunk
+
+
+def arun(chunks: Iterable[Any], **kwargs: Any) -> tuple[list[Any], StreamOutcome]:
+    async def main() -> tuple[list[Any], StreamOutcome]:
+        stream = aguard_stream(_agen(chunks), **kwargs)
+        passed = [c async for c in stream]
+        return passed, stream.outcome
+
+    return asyncio.run(main())
+
+
+def marker_text(channel: str, removed: int, lang: str) -> str:
+    if lang == "zh":
+        return f"〔已删除 {removed} 字符的重复{'推理' if channel == 'reasoning' else '正文'}〕"
+    return f"〔{removed} chars of repeated {'reasoning' if channel == 'reasoning' else 'text'} removed〕"
+
+
+def expected_kept(original: str, cut: int, channel: str, *, marker: bool = True, language: str = "auto") -> str:
+    """SPEC §3: ``original[:cut]`` plus, with ``marker``, one marker line (``N = len(original) - cut``)."""
+    kept = original[:cut]
+    if not marker or len(original) == cut:
+        return kept
+    lang = pick_language(language, kept or original)
+    sep = "\n" if kept and not kept.endswith("\n") else ""  # one line of its own
+    return kept + sep + marker_text(channel, len(original) - cut, lang)
+
+
+def stop_index(checkpoint: int, size: int) -> int:
+    """Index (into the pieces) of the delta that reaches ``checkpoint``: the chunk that is dropped."""
+    return -(-checkpoint // size) - 1
+
+
+# ------------------------------------------------------------------ (a) (b) where the stream stops, what is kept
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("prefix", LOOP_CASES)
+def test_stops_at_the_acting_checkpoint_and_prunes(prefix: str, size: int, shape: str) -> None:
+    case = load_case(prefix)
+    act = case_acting(prefix)
+    assert act is not None, f"{case.name} must call for action under the default profile"
+    rec = recorded(prefix, size, shape)
+    passed, outcome = run(rec.chunks)
+
+    j = stop_index(act.checkpoint, size)
+    # everything before the acting chunk is passed through, unchanged and in order; the acting chunk is dropped
+    assert len(passed) == Recorded.HEAD + j
+    assert all(a is b for a, b in zip(passed, rec.chunks))
+    consumed = "".join(rec.pieces[: j + 1])  # passed + dropped
+    boundary = min(-(-act.checkpoint // size) * size, len(case.text))
+    assert consumed == case.text[:boundary]  # the first delta boundary >= the acting checkpoint
+    if act.detection.kind in RESCUE_KINDS:
+        assert act.detection.position == act.checkpoint
+
+    assert outcome.detection == act.detection
+    assert outcome.stopped and outcome.should_resume and not outcome.cancelled
+    assert outcome.channel == case.channel == act.detection.channel
+    assert outcome.cut == act.detection.cut
+    assert outcome.removed == boundary - act.detection.cut
+    assert outcome.verdict is not None and outcome.verdict.action == "cut"
+    assert outcome.tool_calls == ()
+    assert outcome.upstream_error is None and outcome.guard_error is None and outcome.mode == "rescue"
+
+    kept = expected_kept(consumed, act.detection.cut, case.channel)
+    other = ""  # the other channel is kept as streamed: nothing was streamed on it
+    if case.channel == "reasoning":
+        assert (outcome.kept_reasoning, outcome.kept_text) == (kept, other)
+    else:
+        assert (outcome.kept_text, outcome.kept_reasoning) == (kept, other)
+    assert kept == consumed[: act.detection.cut] + outcome.marker
+    assert outcome.marker.lstrip("\n") == marker_text(
+        case.channel, outcome.removed, pick_language("auto", consumed[: act.detection.cut] or consumed))
+
+
+def test_fixture_facts() -> None:
+    """The fixtures cover what they claim: C and E/L/S acting, zh, a fenced answer, a cut at 0."""
+    kinds = {p: a.detection.kind for p in LOOP_CASES if (a := case_acting(p)) is not None}
+    assert kinds == {"001": "cycle", "007": "lowdiv_tail", "010": "cycle", "014": "lowdiv_tail",
+                     "015": "cycle", "016": "lowdiv_tail"}
+    a007 = case_acting("007")
+    assert a007 is not None and a007.detection.position < a007.checkpoint  # acted on the second hit
+    a010 = case_acting("010")
+    assert a010 is not None and pick_language("auto", load_case("010").text[: a010.detection.cut]) == "zh"
+    assert "```" in load_case("014").text
+    a016 = case_acting("016")
+    assert a016 is not None and a016.detection.cut == 0
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("prefix", ("001", "007", "010"))
+def test_async_stream_stops_at_the_same_chunk(prefix: str, size: int) -> None:
+    rec = recorded(prefix, size)
+    sync_passed, sync_outcome = run(rec.chunks)
+    async_passed, async_outcome = arun(rec.chunks)
+    assert len(async_passed) == len(sync_passed)
+    assert all(a is b for a, b in zip(async_passed, rec.chunks))
+    assert async_outcome.detection == sync_outcome.detection
+    assert (async_outcome.kept_reasoning, async_outcome.kept_text) == (sync_outcome.kept_reasoning,
+                                                                       sync_outcome.kept_text)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("prefix", CLEAN_CASES)
+def test_clean_case_passes_through_whole(prefix: str, shape: str) -> None:
+    case = load_case(prefix)
+    assert case.verdict == "not-loop" and case_acting(prefix) is None
+    rec = recorded(prefix, 7, shape)
+    passed, outcome = run(rec.chunks)
+    assert len(passed) == len(rec.chunks) and all(a is b for a, b in zip(passed, rec.chunks))
+    assert not outcome.stopped and not outcome.should_resume and outcome.detection is None
+    assert outcome.cut is None and outcome.removed == 0 and outcome.marker == ""
+    kept = outcome.kept_reasoning if case.channel == "reasoning" else outcome.kept_text
+    assert kept == case.text
+
+
+@pytest.mark.parametrize("prefix", ("001", "010", "016"))
+def test_marker_false_keeps_exactly_the_prefix(prefix: str) -> None:
+    case = load_case(prefix)
+    act = case_acting(prefix)
+    assert act is not None
+    rec = recorded(prefix, 7)
+    _, outcome = run(rec.chunks, config={"marker": False})
+    consumed = "".join(rec.pieces[: stop_index(act.checkpoint, 7) + 1])
+    kept = outcome.kept_reasoning if case.channel == "reasoning" else outcome.kept_text
+    assert kept == consumed[: act.detection.cut]
+    assert outcome.marker == "" and outcome.removed == len(consumed) - act.detection.cut
+
+
+@pytest.mark.parametrize(("prefix", "language"), [("001", "zh"), ("010", "en"), ("010", "zh"), ("001", "en")])
+def test_marker_language_forced(prefix: str, language: str) -> None:
+    case = load_case(prefix)
+    act = case_acting(prefix)
+    assert act is not None
+    rec = recorded(prefix, 64)
+    _, outcome = run(rec.chunks, config=StreamConfig(language=language))  # type: ignore[arg-type]
+    consumed = "".join(rec.pieces[: stop_index(act.checkpoint, 64) + 1])
+    kept = outcome.kept_reasoning if case.channel == "reasoning" else outcome.kept_text
+    assert kept == expected_kept(consumed, act.detection.cut, case.channel, language=language)
+    assert kept.endswith(marker_text(case.channel, outcome.removed, language))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_loop_seen_only_at_the_final_checkpoint(size: int) -> None:
+    """716 code points: the cycle holds at the end of the stream, not at checkpoint 600: every
+    chunk has gone out already, the outcome still prunes (and asks for the resume)."""
+    text = load_case("025").text[:100] + "Let me check the sum again. " * 22
+    act = acting(text, "reasoning")
+    assert act is not None and act.checkpoint == len(text) == act.detection.position
+    rec = recorded_dicts(text, "reasoning", size)
+    passed, outcome = run(rec.chunks)
+    assert len(passed) == len(rec.chunks)
+    assert outcome.stopped and outcome.should_resume and outcome.detection == act.detection
+    assert outcome.kept_reasoning == expected_kept(text, act.detection.cut, "reasoning")
+
+
+def test_cut_mode_stops_without_resume() -> None:
+    act = case_acting("010")
+    assert act is not None
+    passed, outcome = run(recorded("010", 7).chunks, config={"mode": "cut"})
+    assert len(passed) == Recorded.HEAD + stop_index(act.checkpoint, 7)
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled and outcome.mode == "cut"
+    assert outcome.detection == act.detection
+
+
+# ------------------------------------------------------------------ (c) an open tool call defers the cut
+
+
+ARGS = json.dumps({"query": "postgres composite index not used when the leading column is missing",
+                   "filters": {"site": "docs.example.org", "lang": ["en", "de"]}, "limit": 10})
+
+
+def tool_delta(index: int, fragment: str, *, first: bool = False, name: str = "search_docs",
+               call_id: str = "call_0") -> dict[str, Any]:
+    call: dict[str, Any] = {"index": index, "function": {"arguments": fragment}}
+    if first:
+        call["id"] = call_id
+        call["type"] = "function"
+        call["function"]["name"] = name
+    return call
+
+
+@dataclass(frozen=True)
+class ToolStream:
+    chunks: list[Any]
+    acting_chunk: int  # index into chunks of the chunk whose content reaches the acting checkpoint
+    consumed: str  # answer text fed up to and including that chunk
+
+
+def tool_stream(*, after: str, size: int = 7, args_fragment: int = 3) -> ToolStream:
+    """Case 001 as ``delta.content``; the same chunks carry ``tool_calls`` fragments of call 0
+    (started in the first content chunk); content stops at the acting chunk; then ``after``:
+
+    * ``"finish"``: the rest of the arguments, then ``finish_reason="tool_calls"``;
+    * ``"second_call"``: the rest of the arguments, then a chunk starting call 1, its arguments, finish;
+    * ``"more_text"``: the answer text goes on (with argument fragments);
+    * ``"end"``: the rest of the arguments, then the upstream just ends.
+    """
+    case = load_case("001")
+    act = case_acting("001")
+    assert act is not None
+    pieces = split(case.text, size)
+    j = stop_index(act.checkpoint, size)
+    frags = split(ARGS, args_fragment)
+    in_content = min(len(frags) - 4, j)  # fragments riding on content chunks; 4+ are left for later
+    frags_with_content = frags[:in_content]
+    rest = frags[in_content:]
+    chunks: list[Any] = [chat_chunk({"role": "assistant", "content": ""})]
+    for i in range(j + 1):
+        delta: dict[str, Any] = {"content": pieces[i]}
+        # argument fragments arrive with the last ``in_content`` content chunks up to the acting one
+        k = i - (j + 1 - in_content)
+        if k == 0:
+            delta["tool_calls"] = [tool_delta(0, frags_with_content[0], first=True)]
+        elif k > 0:
+            delta["tool_calls"] = [tool_delta(0, frags_with_content[k])]
+        chunks.append(chat_chunk(delta))
+    acting_chunk = len(chunks) - 1
+    if after == "more_text":
+        for i, frag in enumerate(rest):
+            chunks.append(chat_chunk({"content": pieces[j + 1 + i], "tool_calls": [tool_delta(0, frag)]}))
+        chunks.append(chat_chunk({}, "tool_calls"))
+    else:
+        chunks += [chat_chunk({"tool_calls": [tool_delta(0, frag)]}) for frag in rest]
+        if after == "second_call":
+            chunks.append(chat_chunk({"tool_calls": [tool_delta(1, "", first=True, name="read_file",
+                                                                call_id="call_1")]}))
+            chunks.append(chat_chunk({"tool_calls": [tool_delta(1, '{"path": "schema.sql"}')]}))
+            chunks.append(chat_chunk({}, "tool_calls"))
+        elif after == "finish":
+            chunks.append(chat_chunk({}, "tool_calls"))
+        else:
+            assert after == "end"
+    return ToolStream(chunks, acting_chunk, "".join(pieces[: j + 1]))
+
+
+CALL_0 = StreamToolCall(0, "call_0", "search_docs", ARGS)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_open_tool_call_defers_the_cut_to_its_end(shape: str) -> None:
+    ts = tool_stream(after="finish")
+    chunks = convert(ts.chunks, shape)
+    act = case_acting("001")
+    assert act is not None
+    passed, outcome = run(chunks)
+    # nothing is dropped: the finishing chunk is passed on (STOP_AFTER) and the stream stops there
+    assert len(passed) == len(chunks) and all(a is b for a, b in zip(passed, chunks))
+    assert outcome.stopped and outcome.should_resume
+    assert outcome.tool_calls == (CALL_0,)
+    assert json.loads(outcome.tool_calls[0].arguments) == json.loads(ARGS)
+    assert outcome.detection == act.detection
+    assert outcome.kept_text == expected_kept(ts.consumed, act.detection.cut, "text")
+
+
+def test_deferred_cut_action_sequence() -> None:
+    """The adapter's actions, chunk by chunk: CONTINUE while the call is open, STOP_AFTER on the finish."""
+    ts = tool_stream(after="finish")
+    guard = StreamGuard()
+    actions = [apply_chat_chunk(c, guard) for c in ts.chunks]
+    assert actions[:-1] == [Action.CONTINUE] * (len(ts.chunks) - 1)
+    assert actions[-1] is Action.STOP_AFTER
+    assert guard.stopped
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_second_call_after_a_deferred_cut_is_not_passed_on(shape: str) -> None:
+    ts = tool_stream(after="second_call")
+    chunks = convert(ts.chunks, shape)
+    passed, outcome = run(chunks)
+    first_of_call_1 = len(chunks) - 3
+    assert len(passed) == first_of_call_1 and all(a is b for a, b in zip(passed, chunks))
+    assert outcome.stopped and outcome.tool_calls == (CALL_0,)
+
+
+def test_text_after_a_deferred_cut_stops_before_it_and_drops_the_half_call() -> None:
+    ts = tool_stream(after="more_text")
+    passed, outcome = run(ts.chunks)
+    assert len(passed) == ts.acting_chunk + 1  # the acting chunk itself went out (the call was open)
+    assert outcome.stopped and outcome.tool_calls == ()  # a half call is never in the outcome
+    act = case_acting("001")
+    assert act is not None
+    # the dropped chunk's text is not part of what the guard saw (it stopped before feeding it)
+    assert outcome.kept_text == expected_kept(ts.consumed, act.detection.cut, "text")
+
+
+def test_upstream_ending_with_a_deferred_cut_completes_the_call() -> None:
+    ts = tool_stream(after="end")
+    passed, outcome = run(ts.chunks)
+    assert len(passed) == len(ts.chunks)
+    assert outcome.stopped and outcome.should_resume and outcome.tool_calls == (CALL_0,)
+
+
+def test_tool_calls_without_a_loop_are_assembled() -> None:
+    chunks = [chat_chunk({"role": "assistant", "content": None})]
+    chunks += [chat_chunk({"tool_calls": [tool_delta(0, f, first=i == 0)]}) for i, f in enumerate(split(ARGS, 5))]
+    chunks += [chat_chunk({"tool_calls": [tool_delta(1, f, first=i == 0, name="read_file", call_id="call_1")]})
+               for i, f in enumerate(split('{"path": "a.sql"}', 4))]
+    chunks.append(chat_chunk({}, "tool_calls"))
+    passed, outcome = run(chunks)
+    assert len(passed) == len(chunks) and not outcome.stopped
+    assert outcome.tool_calls == (CALL_0, StreamToolCall(1, "call_1", "read_file", '{"path": "a.sql"}'))
+
+
+# ------------------------------------------------------------------ (d) observe, (e) watch
+
+
+@pytest.mark.parametrize("shape", ("dict", "namespace"))
+@pytest.mark.parametrize("prefix", LOOP_CASES)
+def test_observe_never_alters_or_drops(prefix: str, shape: str) -> None:
+    case = load_case(prefix)
+    act = case_acting(prefix)
+    assert act is not None
+    rec = recorded(prefix, 7, shape)
+    snapshot = [to_namespace(c) if shape == "dict" else c for c in rec.chunks]  # deep copy of dicts
+    passed, outcome = run(rec.chunks, config={"mode": "observe"})
+    assert len(passed) == len(rec.chunks) and all(a is b for a, b in zip(passed, rec.chunks))
+    if shape == "dict":
+        assert [to_namespace(c) for c in rec.chunks] == snapshot  # not mutated either
+    assert not outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.detection == act.detection and outcome.mode == "observe"
+    assert outcome.cut is None and outcome.marker == "" and outcome.removed == 0
+    kept = outcome.kept_reasoning if case.channel == "reasoning" else outcome.kept_text
+    assert kept == case.text
+
+
+def test_watch_text_ignores_a_reasoning_loop() -> None:
+    session = Session(text_config=TextConfig("default", watch="text"))
+    rec = recorded("010", 7)
+    passed, outcome = run(rec.chunks, session=session)
+    assert len(passed) == len(rec.chunks)
+    assert not outcome.stopped and outcome.detection is None
+    assert outcome.kept_reasoning == load_case("010").text
+    # ... but still cuts an answer loop
+    act = case_acting("001")
+    assert act is not None
+    passed, outcome = run(recorded("001", 7).chunks, session=session)
+    assert outcome.stopped and outcome.detection == act.detection
+
+
+def test_watch_reasoning_ignores_an_answer_loop() -> None:
+    session = Session(text_config=TextConfig("default", watch="reasoning"))
+    rec = recorded("001", 64)
+    passed, outcome = run(rec.chunks, session=session)
+    assert len(passed) == len(rec.chunks) and not outcome.stopped and outcome.detection is None
+
+
+# ------------------------------------------------------------------ (f) rescue counting
+
+
+def loop_chunks() -> list[Any]:
+    return recorded("010", 64).chunks
+
+
+def normal_chunks() -> list[Any]:
+    return [chat_chunk({"role": "assistant", "content": ""}), chat_chunk({"content": "The meeting is at 10:00."}),
+            chat_chunk({}, "stop")]
+
+
+def test_rescue_cap_cancels_the_fourth_loop_in_a_row() -> None:
+    session = Session()
+    results = []
+    for _ in range(4):
+        _, outcome = run(loop_chunks(), session=session)
+        results.append((outcome.stopped, outcome.should_resume, outcome.cancelled, outcome.rescues))
+    assert results == [(True, True, False, 1), (True, True, False, 2), (True, True, False, 3),
+                       (True, False, True, 3)]
+    assert session.consecutive_rescues == 3
+
+
+def test_rescue_cap_raise() -> None:
+    session = Session()
+    config = StreamConfig(on_rescue_cap="raise")
+    for _ in range(3):
+        _, outcome = run(loop_chunks(), session=session, config=config)
+        assert outcome.should_resume
+    stream = guard_stream(iter(loop_chunks()), session=session, config=config)
+    with pytest.raises(LoopGuardCancelled) as info:
+        for _ in stream:
+            pass
+    assert info.value.outcome is stream.outcome
+    assert info.value.outcome.cancelled and info.value.outcome.stopped and not info.value.outcome.should_resume
+    assert info.value.outcome.kept_reasoning.endswith("重复推理〕")
+
+
+def test_rescue_cap_raise_async() -> None:
+    session = Session()
+    config = StreamConfig(on_rescue_cap="raise", max_consecutive_rescues=1)
+    _, outcome = arun(loop_chunks(), session=session, config=config)
+    assert outcome.should_resume
+    with pytest.raises(LoopGuardCancelled) as info:
+        arun(loop_chunks(), session=session, config=config)
+    assert info.value.outcome.cancelled
+
+
+def test_max_consecutive_rescues_zero_never_resumes() -> None:
+    _, outcome = run(loop_chunks(), config={"max_consecutive_rescues": 0})
+    assert outcome.stopped and outcome.cancelled and not outcome.should_resume
+
+
+def test_a_normal_stream_resets_the_count() -> None:
+    session = Session()
+    for _ in range(2):
+        assert run(loop_chunks(), session=session)[1].should_resume
+    _, outcome = run(normal_chunks(), session=session)
+    assert not outcome.stopped and outcome.rescues == 0 and session.consecutive_rescues == 0
+    assert [run(loop_chunks(), session=session)[1].should_resume for _ in range(4)] == [True, True, True, False]
+    run(normal_chunks(), session=session)
+    assert run(loop_chunks(), session=session)[1].should_resume  # reset again after a cancel
+
+
+@pytest.mark.parametrize("retry_requests", (0, 1, 2))
+def test_retry_settings_apply_to_retry_requests_requests(retry_requests: int) -> None:
+    config = StreamConfig(retry_requests=retry_requests)
+    session = Session()
+    first = StreamGuard(session, config)
+    assert not first.retry
+    for chunk in loop_chunks():
+        if apply_chat_chunk(chunk, first).stop:
+            break
+    assert first.finish().should_resume
+    assert session.retry_requests_left == retry_requests
+    flags = []
+    for _ in range(retry_requests + 2):
+        guard = StreamGuard(session, config)
+        flags.append(guard.retry)
+        for chunk in normal_chunks():
+            apply_chat_chunk(chunk, guard)
+        assert not guard.finish().stopped
+    assert flags == [True] * retry_requests + [False, False]
+
+
+class FakeStream:
+    """A sync upstream with ``close()`` (records it)."""
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self._it = iter(chunks)
+        self.closed = False
+
+    def __iter__(self) -> FakeStream:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._it)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeClient:
+    """``client.chat.completions.create(**kwargs)`` returning scripted streams; records every request."""
+
+    def __init__(self, script: list[list[Any]]) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+        self.streams: list[FakeStream] = []
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
+
+    def create(self, **kwargs: Any) -> FakeStream:
+        self.requests.append(kwargs)
+        stream = FakeStream(self.script.pop(0))
+        self.streams.append(stream)
+        return stream
+
+
+RETRY = {"temperature": 1.0, "reasoning_effort": "low"}
+
+
+def _settings(request: dict[str, Any]) -> dict[str, Any]:
+    return {k: request[k] for k in RETRY if k in request}
+
+
+def test_create_with_rescue_sends_retry_settings_only_after_a_rescue() -> None:
+    client = FakeClient([loop_chunks(), loop_chunks(), normal_chunks()])
+    messages = [{"role": "user", "content": "When is the meeting?"}]
+    result = create_with_rescue(client, model="m", messages=messages, temperature=0.2)
+    assert result.text == "The meeting is at 10:00." and result.rescues == 2 and not result.cancelled
+    assert [r["temperature"] for r in client.requests] == [0.2, 1.0, 1.0]  # retry settings win on resumes
+    assert [r.get("reasoning_effort") for r in client.requests] == [None, "low", "low"]
+    assert all(r["stream"] is True and r["model"] == "m" for r in client.requests)
+    assert [s.closed for s in client.streams] == [True, True, False]  # cut streams are closed (a finished one ended)
+    assert messages == [{"role": "user", "content": "When is the meeting?"}]  # the caller's list untouched
+    notes = [m for m in client.requests[2]["messages"] if str(m.get("content", "")).startswith("[loopguard]")]
+    assert len(notes) == 2
+
+
+def test_create_with_rescue_retry_requests_span_calls_on_one_session() -> None:
+    session = Session()
+    config = StreamConfig(retry_requests=2)
+    client = FakeClient([loop_chunks(), normal_chunks(), normal_chunks(), normal_chunks()])
+    msgs = [{"role": "user", "content": "q"}]
+    create_with_rescue(client, model="m", messages=msgs, session=session, config=config)
+    create_with_rescue(client, model="m", messages=msgs, session=session, config=config)
+    create_with_rescue(client, model="m", messages=msgs, session=session, config=config)
+    assert [_settings(r) for r in client.requests] == [{}, RETRY, RETRY, {}]
+
+
+def test_create_with_rescue_past_the_cap() -> None:
+    client = FakeClient([loop_chunks() for _ in range(6)])
+    result = create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}])
+    assert len(client.requests) == 4 and result.rescues == 3 and result.cancelled
+    assert [o.should_resume for o in result.outcomes] == [True, True, True, False]
+    client = FakeClient([loop_chunks() for _ in range(6)])
+    with pytest.raises(LoopGuardCancelled):
+        create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}],
+                           config={"on_rescue_cap": "raise"})
+    assert len(client.requests) == 4
+
+
+# ------------------------------------------------------------------ (g) resume_messages
+
+
+def windows(text: str, width: int) -> set[str]:
+    return {text[i:i + width] for i in range(max(0, len(text) - width + 1))}
+
+
+@pytest.mark.parametrize(("prefix", "lang"), [("010", "zh"), ("015", "en"), ("007", "en"), ("001", "en")])
+def test_resume_messages(prefix: str, lang: str) -> None:
+    case = load_case(prefix)
+    act = case_acting(prefix)
+    assert act is not None
+    rec = recorded(prefix, 7)
+    _, outcome = run(rec.chunks)
+    consumed = "".join(rec.pieces[: stop_index(act.checkpoint, 7) + 1])
+    history = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Answer, please."}]
+    before = json.loads(json.dumps(history))
+    request = resume_messages(history, outcome)
+    assert history == before  # input not modified
+    out = request.messages
+    assert out[:2] == history and out[0] is not history[0] and out[1] is not history[1]  # copies
+    if outcome.kept_text.strip():
+        assert out[2] == {"role": "assistant", "content": outcome.kept_text}
+        assert len(out) == 4
+    else:
+        assert len(out) == 3
+    note = out[-1]
+    assert note["role"] == "user" and note["content"].startswith("[loopguard]")
+    channel = "reasoning" if case.channel == "reasoning" else "answer"
+    assert note["content"] == render("resume", lang, channel=channel,
+                                     channel_zh="推理" if channel == "reasoning" else "回答",
+                                     count=outcome.removed)
+    assert request.settings == RETRY
+    assert request.kwargs() == {"messages": out, **RETRY}
+    # the loop never goes back: no 30-code-point window of the removed part that is not also in the
+    # kept part (a C cut keeps the first copy) appears in any message
+    kept = consumed[: act.detection.cut]
+    loop_only = windows(consumed[act.detection.cut:], 30) - windows(kept, 30)
+    for message in out:
+        content = message["content"]
+        assert not any(w in content for w in loop_only)
+    if case.channel == "reasoning":  # the reasoning is not replayed at all by default
+        body = "".join(m["content"] for m in out)
+        assert not any(w in body for w in windows(consumed[act.detection.cut:], 30))
+
+
+def test_resume_messages_settings_and_reasoning() -> None:
+    _, outcome = run(recorded("010", 64).chunks)
+    assert resume_messages([], outcome, config={"retry_requests": 0}).settings == {}
+    assert resume_messages([], outcome, config={"retry_temperature": None}).settings == {"reasoning_effort": "low"}
+    with_reasoning = resume_messages([], outcome, include_reasoning=True).messages
+    assert with_reasoning[0] == {"role": "assistant", "content": "", "reasoning_content": outcome.kept_reasoning}
+    with pytest.raises(TypeError):
+        resume_messages("not messages", outcome)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        resume_messages([], "not an outcome")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ (h) bad input
+
+
+class Exploding:
+    """A chunk whose every attribute access raises."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name}")
+
+
+JUNK: list[Any] = [
+    None, 0, 42, 3.5, "data: {}", b"\x00", [], Exploding(),
+    {}, {"choices": None}, {"choices": "abc"}, {"choices": [None, 1, "x"]}, {"choices": {"0": {}}},
+    {"choices": [{"index": 0}]}, {"choices": [{"index": 0, "delta": None}]},
+    {"choices": [{"index": 0, "delta": "content"}]},
+    {"choices": [{"index": 0, "delta": {"content": 5}}]},
+    {"choices": [{"index": 0, "delta": {"content": ["a", "b"]}}]},
+    {"choices": [{"index": 0, "delta": {"content": None, "reasoning_content": {"text": "x"}}}]},
+    {"choices": [{"index": 0, "delta": {"reasoning": 7, "reasoning_content": b"bytes"}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": "call"}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": {"index": 0}}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [None, 5, "x", {"function": None}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": True, "function": {"arguments": "{"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "0", "function": {"arguments": "{"}}]}}]},
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1.0, "function": {"arguments": "{"}}]}}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": 5}]},
+    {"choices": [{"index": 1, "delta": {"content": "choice one is not guarded " * 20}}]},
+    SimpleNamespace(choices=[SimpleNamespace(index=0, delta=SimpleNamespace(content=12))]),
+    SimpleNamespace(choices=[SimpleNamespace(index=0, delta=Exploding())]),
+]
+
+
+@pytest.mark.parametrize("prefix", ("001", "010"))
+def test_junk_chunks_pass_through_and_change_nothing(prefix: str) -> None:
+    rec = recorded(prefix, 7)
+    clean_passed, clean = run(rec.chunks)
+    mixed: list[Any] = []
+    for i, chunk in enumerate(rec.chunks):
+        mixed.append(chunk)
+        if i % 5 == 0:
+            mixed.extend(JUNK)
+    passed, outcome = run(mixed)
+    # passed through, in order, unchanged, up to the same stop
+    assert all(a is b for a, b in zip(passed, mixed))
+    assert [c for c in passed if any(c is r for r in rec.chunks)] == clean_passed
+    assert mixed[len(passed)] is rec.chunks[len(clean_passed)]  # the dropped chunk is the same
+    assert outcome.detection == clean.detection and outcome.cut == clean.cut
+    assert (outcome.kept_reasoning, outcome.kept_text) == (clean.kept_reasoning, clean.kept_text)
+    assert outcome.guard_error is None and outcome.tool_calls == ()
+
+
+def test_only_junk() -> None:
+    passed, outcome = run(JUNK)
+    assert len(passed) == len(JUNK) and all(a is b for a, b in zip(passed, JUNK))
+    assert not outcome.stopped and outcome.kept_text == "" and outcome.kept_reasoning == ""
+    passed, outcome = arun(JUNK)
+    assert len(passed) == len(JUNK)
+
+
+def test_non_str_deltas_to_the_guard_are_ignored() -> None:
+    guard = StreamGuard()
+    for bad in (None, 5, b"x", ["a"], {"a": 1}):
+        assert guard.reasoning(bad) is Action.CONTINUE  # type: ignore[arg-type]
+        assert guard.text(bad) is Action.CONTINUE  # type: ignore[arg-type]
+    assert guard.tool_args(0, 12) is Action.CONTINUE
+    assert guard.tool_end(0, arguments=None, name=3) is Action.CONTINUE
+    assert guard.text("lone \ud800 surrogate, still text") is Action.CONTINUE
+    outcome = guard.finish()
+    assert outcome.guard_error is None and outcome.kept_text == "lone \ud800 surrogate, still text"
+    assert outcome.tool_calls == (StreamToolCall(0, None, "", ""),)
+    assert guard.finish() is outcome  # idempotent
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("is_async", (False, True))
+def test_upstream_error_propagates_unchanged(is_async: bool) -> None:
+    rec = recorded("010", 7)
+    error = Boom("connection reset by peer")
+    sent = 50
+
+    def upstream() -> Iterator[Any]:
+        yield from rec.chunks[:sent]
+        raise error
+
+    async def aupstream() -> AsyncIterator[Any]:
+        for chunk in rec.chunks[:sent]:
+            yield chunk
+        raise error
+
+    seen: list[Any] = []
+    if is_async:
+        async def main() -> StreamOutcome:
+            stream = aguard_stream(aupstream())
+            with pytest.raises(Boom) as info:
+                async for chunk in stream:
+                    seen.append(chunk)
+            assert info.value is error
+            return stream.outcome
+
+        outcome = asyncio.run(main())
+    else:
+        stream = guard_stream(upstream())
+        with pytest.raises(Boom) as info:
+            for chunk in stream:
+                seen.append(chunk)
+        assert info.value is error
+        outcome = stream.outcome
+    assert len(seen) == sent
+    assert outcome.upstream_error is error and not outcome.stopped
+    assert outcome.kept_reasoning == "".join(rec.pieces[: sent - Recorded.HEAD])
+
+
+class CloseRaises(FakeStream):
+    def close(self) -> None:
+        self.closed = True
+        raise OSError("close failed")
+
+
+def test_upstream_close_raising_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    act = case_acting("010")
+    assert act is not None
+    upstream = CloseRaises(recorded("010", 7).chunks)
+    with caplog.at_level(logging.INFO, logger="loopguard"):
+        stream = guard_stream(upstream)
+        passed = list(stream)
+    assert upstream.closed and len(passed) == Recorded.HEAD + stop_index(act.checkpoint, 7)
+    assert stream.outcome.stopped and stream.outcome.detection == act.detection
+    # a normal stream closed by the context manager
+    upstream = CloseRaises(normal_chunks())
+    with guard_stream(upstream) as stream:
+        assert len(list(stream)) == 3
+    stream.close()  # idempotent
+    assert not stream.outcome.stopped
+
+
+def test_async_upstream_close_raising_is_ignored() -> None:
+    class AUpstream:
+        def __init__(self) -> None:
+            self.closed = False
+            self._chunks = iter(loop_chunks())
+
+        def __aiter__(self) -> AUpstream:
+            return self
+
+        async def __anext__(self) -> Any:
+            try:
+                return next(self._chunks)
+            except StopIteration:
+                raise StopAsyncIteration from None
+
+        async def close(self) -> None:
+            self.closed = True
+            raise OSError("close failed")
+
+    async def main() -> tuple[AUpstream, StreamOutcome]:
+        upstream = AUpstream()
+        stream = aguard_stream(upstream)
+        async for _ in stream:
+            pass
+        return upstream, stream.outcome
+
+    upstream, outcome = asyncio.run(main())
+    assert upstream.closed and outcome.stopped
+
+
+# ------------------------------------------------------------------ (i) stall nudge
+
+
+def _attempt(session: Session, *, reasoning: str = "", text: str = "", tool: bool = False) -> Any:
+    session.start_attempt()
+    if reasoning:
+        session.feed(reasoning, "reasoning")
+    if text:
+        session.feed(text, "text")
+    if tool:
+        session.note_tool_call("search_docs", ARGS)
+    return session.end_attempt()
+
+
+LONG_REASONING = load_case("026").text  # 1408 code points of normal (zh) reasoning
+_serial = iter(range(1_000_000))
+
+
+def long_reasoning() -> str:
+    """Normal reasoning, different every attempt (identical attempts would be a D1' replay)."""
+    return f"第 {next(_serial)} 次。" + LONG_REASONING
+
+
+def test_stall_nudge_on_the_third_reasoning_only_attempt() -> None:
+    assert len(LONG_REASONING) >= 1024
+    session = Session()
+    texts = [long_reasoning() for _ in range(4)]
+    verdicts = [_attempt(session, reasoning=t) for t in texts]
+    assert [(v.action, v.kind) for v in verdicts] == [("allow", None), ("allow", None),
+                                                      ("notice", "stall_nudge"), ("allow", None)]
+    assert verdicts[2].reason == render("stall_nudge", "zh", count=3)
+    assert verdicts[2].reason.startswith("[loopguard]")
+    assert verdicts[2].evidence == {"attempts": 3, "nudges": 1, "reasoning_chars": len(texts[2])}
+
+
+def test_stall_nudge_english_and_threshold() -> None:
+    base = load_case("025").text  # 13k code points of normal English reasoning
+
+    def text(i: int, n: int) -> str:
+        return base[i * 1100: i * 1100 + n]
+
+    session = Session()
+    verdicts = [_attempt(session, reasoning=text(i, 1024)) for i in range(3)]
+    assert [v.kind for v in verdicts] == [None, None, "stall_nudge"]
+    assert verdicts[2].reason == render("stall_nudge", "en", count=3)
+    session = Session()
+    assert [_attempt(session, reasoning=text(i, 1023)).kind for i in range(5)] == [None] * 5
+
+
+@pytest.mark.parametrize("reset", ("text", "tool", "short"))
+def test_a_normal_attempt_resets_the_stall_count(reset: str) -> None:
+    session = Session()
+    kinds = [_attempt(session, reasoning=long_reasoning()).kind for _ in range(2)]
+    if reset == "text":
+        kinds.append(_attempt(session, reasoning=long_reasoning(), text="会议在 10:00。").kind)
+    elif reset == "tool":
+        kinds.append(_attempt(session, reasoning=long_reasoning(), tool=True).kind)
+    else:
+        kinds.append(_attempt(session, reasoning="短").kind)
+    kinds += [_attempt(session, reasoning=long_reasoning()).kind for _ in range(3)]
+    assert kinds == [None, None, None, None, None, "stall_nudge"]
+
+
+@pytest.mark.parametrize("cap", (0, 1, 3))
+def test_stall_nudge_capped_by_stall_nudge_max(cap: int) -> None:
+    session = Session(config=SessionConfig(stall_nudge_max=cap))
+    nudges = 0
+    for _ in range(5):  # five runs of three reasoning-only attempts, each followed by a normal one
+        kinds = [_attempt(session, reasoning=long_reasoning()).kind for _ in range(3)]
+        nudges += kinds.count("stall_nudge")
+        _attempt(session, text="done")
+    assert nudges == cap
+
+
+def test_stall_nudge_off() -> None:
+    session = Session(config=SessionConfig(stall_calls=0))
+    assert all(_attempt(session, reasoning=long_reasoning()).action == "allow" for _ in range(6))
+
+
+# ------------------------------------------------------------------ (j) the guard's own errors
+
+
+def _raise(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("detector exploded")
+
+
+@pytest.mark.parametrize("is_async", (False, True))
+def test_guard_internal_error_turns_into_pass_through(monkeypatch: pytest.MonkeyPatch, is_async: bool,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(session_module.Session, "feed", _raise)
+    rec = recorded("010", 7)
+    with caplog.at_level(logging.ERROR, logger="loopguard"):
+        passed, outcome = (arun if is_async else run)(rec.chunks)
+    assert len(passed) == len(rec.chunks) and all(a is b for a, b in zip(passed, rec.chunks))
+    assert not outcome.stopped and not outcome.should_resume and outcome.detection is None
+    assert outcome.guard_error is not None and "RuntimeError" in outcome.guard_error
+    assert "detector exploded" in outcome.guard_error
+    assert any("disabled" in r.getMessage() for r in caplog.records)
+
+
+def test_guard_internal_error_in_apply_is_contained(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(StreamGuard, "close_open_calls", _raise)
+    chunks = [chat_chunk({"content": "Hello. "}), chat_chunk({"tool_calls": [tool_delta(0, "{}", first=True)]}),
+              chat_chunk({"tool_calls": [tool_delta(1, "{}", first=True)]}), chat_chunk({}, "tool_calls")]
+    passed, outcome = run(chunks)
+    assert len(passed) == len(chunks) and not outcome.stopped
+
+
+def test_guard_internal_error_keeps_the_callers_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_module.Session, "feed", _raise)
+    _, outcome = run(normal_chunks() + [chat_chunk({"content": " Bring the slides."})])
+    assert outcome.kept_text == "The meeting is at 10:00. Bring the slides."
+
+
+def test_outcome_finish_reason() -> None:
+    _, outcome = run(normal_chunks())
+    assert outcome.finish_reason == "stop"
+
+
+def test_stall_nudge_reaches_the_stream_outcome() -> None:
+    """Three reasoning-only streams on one session: the third outcome carries the nudge (seed 003)."""
+    session = Session()
+    notices = []
+    for i in range(3):
+        reasoning = "".join(f"step {i}-{k}: the value {k * 7 + i} is checked against the table. " for k in range(25))
+        assert len(reasoning) >= 1024
+        chunks = [chat_chunk({"reasoning_content": reasoning[j:j + 64]}) for j in range(0, len(reasoning), 64)]
+        stream = guard_stream(iter(chunks), session=session)
+        for _ in stream:
+            pass
+        notices.append(stream.outcome.notice)
+    assert notices[:2] == [None, None]
+    assert notices[2] is not None and (notices[2].action, notices[2].kind) == ("notice", "stall_nudge")
+    assert notices[2].reason == render("stall_nudge", "en", count=3)
+
+
+def test_resume_omits_an_assistant_message_that_would_hold_only_the_marker() -> None:
+    outcome = StreamOutcome(cut=0, channel="text", kept_text="〔90 chars of repeated text removed〕",
+                            marker="〔90 chars of repeated text removed〕", removed=90, stopped=True,
+                            should_resume=True)
+    request = resume_messages([{"role": "user", "content": "q"}], outcome)
+    assert [m["role"] for m in request.messages] == ["user", "user"]
