@@ -23,6 +23,7 @@ __all__ = ["field", "GuardedStream", "AsyncGuardedStream", "Apply"]
 logger = logging.getLogger("loopguard.integrations")
 
 T = TypeVar("T")
+_MISSING = object()
 Apply = Callable[[Any, StreamGuard], Action]
 
 
@@ -37,6 +38,13 @@ def field(obj: Any, name: str) -> Any:
     try:
         if isinstance(obj, Mapping):
             return obj.get(name)
+        extra = getattr(obj, "__pydantic_extra__", _MISSING)
+        if extra is not _MISSING:  # a pydantic v2 model (the openai/anthropic SDK types)
+            if isinstance(extra, dict) and name in extra:
+                return extra[name]
+            declared = getattr(type(obj), "__pydantic_fields__", None)
+            if isinstance(declared, dict) and name not in declared:
+                return None  # undeclared and not an extra: skip the slow missing-attribute path
         value = getattr(obj, name, None)
         if value is None:
             extra = getattr(obj, "model_extra", None)

@@ -51,6 +51,19 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
     Returns the first stopping :class:`~loopguard.stream.Action`, else
     ``CONTINUE``.  Fields of the wrong type are ignored.
     """
+    if type(chunk) is dict:  # fast path: the plain text or reasoning delta of a dict chunk
+        choices = chunk.get("choices")
+        if type(choices) is list and len(choices) == 1:
+            choice = choices[0]
+            if type(choice) is dict and choice.get("finish_reason") is None and choice.get("index", 0) == 0:
+                delta = choice.get("delta")
+                if type(delta) is dict and not delta.get("tool_calls"):
+                    reasoning = _text(delta.get("reasoning_content")) or _text(delta.get("reasoning"))
+                    content = _text(delta.get("content"))
+                    if reasoning is None:
+                        return guard.text(content) if content is not None else Action.CONTINUE
+                    if content is None:
+                        return guard.reasoning(reasoning)
     choices = field(chunk, "choices")
     if not isinstance(choices, (list, tuple)):
         return Action.CONTINUE
