@@ -23,7 +23,7 @@ from loopguard.integrations.anthropic import (
     resume_messages,
 )
 from loopguard.integrations.openai import resume_messages as openai_resume_messages
-from loopguard.messages import pick_language
+from loopguard.messages import pick_language, render
 from loopguard.stream import Action, StreamOutcome, StreamToolCall
 
 CASES = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cases").resolve()
@@ -234,8 +234,10 @@ def test_the_numbers_the_cases_give() -> None:
     assert stream.outcome.kept_text == text[:1260] + "\n〔945 chars of repeated text removed〕"
 
 
-def test_thinking_then_tool_use_then_text_loop() -> None:
-    """Sequential blocks: the tool call is complete before the answer loops; it stays in the outcome."""
+@pytest.mark.parametrize("mode", ["cut", "rescue"])
+def test_thinking_then_tool_use_then_text_loop(mode: str) -> None:
+    """Sequential blocks: the tool call is complete before the answer loops; it stays in the
+    outcome, and the stop is not resumed (a completed call is progress: the host runs it)."""
     answer = case(EN_ANSWER)
     position, detection = acting(answer, "text")
     deltas = split(answer)
@@ -246,11 +248,12 @@ def test_thinking_then_tool_use_then_text_loop() -> None:
                        pieces=('{"q": "x"}',)),
            *block(3, "text", deltas), *message_end()]
     events = [ns(e) for e in raw]
-    stream = guard_stream(iter(events), config={"mode": "cut"})
+    stream = guard_stream(iter(events), config={"mode": mode})
     passed = run(stream)
     first_text = raw.index(next(e for e in raw if e["type"] == "content_block_start" and e["index"] == 3))
     assert len(passed) == first_text + 1 + trigger
     outcome = stream.outcome
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
     assert outcome.tool_calls == (StreamToolCall(1, "toolu_01", "search", ARGS),)  # server_tool_use not a call
     assert outcome.kept_reasoning == "".join(thinking)
     assert outcome.detection == detection
@@ -278,9 +281,11 @@ def test_message_end_closes_a_tool_use_block_left_open(end: str) -> None:
     assert guard.finish().tool_calls == (StreamToolCall(0, "toolu_01", "search", ARGS),)
 
 
-def test_a_loop_while_a_tool_block_is_open_defers_and_never_keeps_half_a_call() -> None:
-    """Malformed order (a text block inside an unclosed tool_use block): the cut waits for the
-    call; the next text delta stops the stream before it, and the half call is dropped."""
+@pytest.mark.parametrize("mode", ["cut", "rescue"])
+def test_a_loop_while_a_tool_block_is_open_waits_for_its_content_block_stop(mode: str) -> None:
+    """A text block interleaved with an unclosed tool_use block: the cut waits for the call; the
+    next text delta is passed on and recorded (the answer looped, so it goes with the loop after
+    the cut), and the stream stops right after the tool block's ``content_block_stop``."""
     text = case(EN_ANSWER)
     position, detection = acting(text, "text")
     deltas = split(text)
@@ -289,12 +294,61 @@ def test_a_loop_while_a_tool_block_is_open_defers_and_never_keeps_half_a_call() 
     text_events = block(1, "text", deltas)
     raw = [message_start(), *tool[:2], *text_events[:trigger + 3], *tool[2:], *text_events[trigger + 3:]]
     upstream = Upstream(raw)
-    stream = guard_stream(upstream, config={"mode": "cut"})
+    stream = guard_stream(upstream, config={"mode": mode})
     passed = run(stream)
-    assert passed[-1] is text_events[trigger + 1]  # the trigger passed (deferred), the next delta did not
-    assert upstream.closes == 1
-    assert stream.outcome.tool_calls == ()
+    stop = raw.index(tool[-1])
+    assert len(passed) == stop + 1 and all(a is b for a, b in zip(passed, raw))  # the stop event passed on
+    assert upstream.pulled == stop + 1 and upstream.closes == 1
+    outcome = stream.outcome
+    assert outcome.tool_calls == (StreamToolCall(0, "toolu_01", "search", ARGS),)
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    seen = consumed + len(deltas[trigger + 1])  # the delta after the trigger was recorded too
+    assert seen == 2205 + 7 and outcome.cut == 1260 and outcome.removed == seen - 1260  # 315 deltas of 7, one more
+    assert outcome.kept_text == expected_kept(text[:seen], detection.cut, "text")
+
+
+def test_thinking_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer loops while a tool_use block is open; a thinking delta before the block stops is
+    passed on and kept as streamed, never fed to the detectors."""
+    text = case(EN_ANSWER)
+    position, detection = acting(text, "text")
+    deltas = split(text)
+    trigger, consumed = boundary(deltas, position)
+    tool = tool_block(0)
+    text_events = block(1, "text", deltas)
+    late = {"type": "content_block_delta", "index": 2, "delta": {"type": "thinking_delta", "thinking": "Hmm."}}
+    raw = [message_start(), *tool[:2], *text_events[:trigger + 2], late, *tool[2:], *text_events[trigger + 2:]]
+    fed: list[str] = []
+    original = Session.feed
+
+    def feed(self: Session, delta: str, channel: str = "text") -> Any:
+        fed.append(channel)
+        return original(self, delta, channel)
+
+    monkeypatch.setattr(Session, "feed", feed)
+    stream = guard_stream(iter(raw))
+    passed = run(stream)
+    assert passed == raw[:raw.index(tool[-1]) + 1]
+    assert "reasoning" not in fed
+    assert stream.outcome.kept_reasoning == "Hmm."
     assert stream.outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
+
+
+def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
+    text = case(EN_ANSWER)
+    position, detection = acting(text, "text")
+    deltas = split(text)
+    trigger, consumed = boundary(deltas, position)
+    tool = tool_block(0)
+    text_events = block(1, "text", deltas)
+    raw = [message_start(), *tool[:2], *text_events[:trigger + 2], *tool[2:-1]]  # no stop, no message end
+    stream = guard_stream(iter(raw))
+    assert run(stream) == raw
+    outcome = stream.outcome
+    assert not outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.tool_calls == (StreamToolCall(0, "toolu_01", "search", ARGS),)
+    assert consumed == 2205 and outcome.cut == 1260 and outcome.removed == 945  # 315 deltas of 7
+    assert outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
 
 
 def test_the_message_stream_helpers_derived_events_are_not_counted_twice() -> None:
@@ -491,6 +545,15 @@ def test_async_stream_with_async_close() -> None:
     assert outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
 
 
+def test_async_stream_needs_an_async_iterable() -> None:
+    session = Session()
+    upstreams: list[Any] = [[message_start()], iter([]), Upstream([])]
+    for upstream in upstreams:
+        with pytest.raises(TypeError, match="async iterable"):
+            aguard_stream(upstream, session=session)
+    assert session.attempt == 0
+
+
 def test_async_upstream_error_propagates_unchanged() -> None:
     error = OSError("connection reset")
 
@@ -529,9 +592,10 @@ def test_resume_after_a_thinking_loop_appends_the_note_to_the_user_turn() -> Non
     assert isinstance(request, ResumeRequest)
     assert messages == before
     assert alternates(request.messages) and len(request.messages) == 1
-    note = openai_resume_messages(messages, outcome).messages[-1]["content"]
+    note = render("resume", "zh", channel="reasoning", channel_zh="推理", count=1001 - 333)
     assert note.startswith("[loopguard] 你上一次的推理开始重复自身") and "668" in note
-    assert request.messages[0] == {"role": "user", "content": "安排一下周三的会议。\n\n" + note}
+    assert request.messages == [{"role": "user", "content": "安排一下周三的会议。\n\n" + note}]
+    assert openai_resume_messages(messages, outcome).messages == request.messages  # the same note placement
     assert text[333:1001] not in json.dumps(request.messages, ensure_ascii=False)
     assert request.settings == {"temperature": 1.0}
     assert request.kwargs() == {"messages": request.messages, "temperature": 1.0}

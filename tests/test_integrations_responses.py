@@ -182,6 +182,19 @@ def run(stream: Any) -> list[Any]:
     return list(stream)
 
 
+def spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Record every delta the stream layer feeds to a session's detectors."""
+    fed: list[tuple[str, str]] = []
+    original = Session.feed
+
+    def feed(self: Session, delta: str, channel: str = "text") -> Any:
+        fed.append((channel, delta))
+        return original(self, delta, channel)
+
+    monkeypatch.setattr(Session, "feed", feed)
+    return fed
+
+
 # ------------------------------------------------------------- exact cuts
 
 
@@ -304,7 +317,9 @@ def test_a_cut_waits_for_the_open_call_and_passes_it_whole(wrap: Any) -> None:
     assert upstream.pulled == last + 1  # stopped right after it: output_item.done never read
     assert upstream.closes == 1
     assert outcome.tool_calls == (StreamToolCall("fc_1", "call_1", "get_weather", ARGS),)
-    assert outcome.detection == detection and outcome.should_resume
+    # stopped after the call, not resumed: a completed call is progress (the host runs it)
+    assert outcome.detection == detection and outcome.stopped and not outcome.should_resume
+    assert not outcome.cancelled and outcome.rescues == 0
     assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
 
 
@@ -319,17 +334,80 @@ def test_without_done_event_the_output_item_done_closes_the_call() -> None:
     assert stream.outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
 
 
-def test_a_cut_before_the_call_completes_never_keeps_half_a_call() -> None:
+@pytest.mark.parametrize("mode", ["cut", "rescue"])
+def test_reasoning_while_the_cut_waits_passes_until_the_call_ends(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reasoning deltas after the trigger, while the call is open: passed on and recorded (not
+    fed to the detectors) until ``function_call_arguments.done`` ends the call; the reasoning
+    channel, which looped, is pruned at the detection's cut (all it streamed counts as removed)."""
+    fed = spy_feed(monkeypatch)
     text = case(ZH_REASONING)
     raw, fc, trigger, consumed, detection = interleaved(text, "reasoning")
     upstream = Upstream(raw)
-    stream = guard_response_stream(upstream, config={"mode": "cut"})
+    stream = guard_response_stream(upstream, config={"mode": mode})
     passed = run(stream)
     outcome = stream.outcome
-    assert passed[-1]["delta"] == split(text)[trigger]  # the trigger passed (the cut was deferred) …
-    assert upstream.pulled == len(passed) + 1  # … the next reasoning delta was dropped
-    assert upstream.closes == 1
-    assert outcome.tool_calls == ()
+    last = raw.index(fc["done"])
+    assert len(passed) == last + 1 and all(a is b for a, b in zip(passed, raw))
+    assert upstream.pulled == last + 1 and upstream.closes == 1  # output_item.done never read
+    assert "".join(d for ch, d in fed if ch == "reasoning") == text[:consumed]
+    assert outcome.tool_calls == (StreamToolCall("fc_1", "call_1", "get_weather", ARGS),)
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.detection == detection and outcome.cut == detection.cut == 333
+    assert outcome.removed == len(text) - 333
+    assert outcome.kept_reasoning == expected_kept(text, detection.cut, "reasoning")
+
+
+def test_answer_text_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    fed = spy_feed(monkeypatch)
+    text = case(ZH_REASONING)
+    raw, fc, trigger, consumed, detection = interleaved(text, "call")
+    answer = deltas_events(["The weather ", "call comes ", "first."], "response.output_text.delta", item_id="msg_1")
+    at = raw.index(fc["args"][2])
+    raw[at:at] = answer
+    stream = guard_response_stream(iter(raw))
+    passed = run(stream)
+    assert passed == raw[:raw.index(fc["done"]) + 1]
+    assert "".join(d for _, d in fed) == text[:consumed]  # the answer deltas were not fed
+    outcome = stream.outcome
+    assert outcome.kept_text == "The weather call comes first."
+    assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
+    assert outcome.stopped and not outcome.should_resume
+
+
+def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
+    """No event closes the call: the end of the stream completes it; the loop is pruned, but the
+    attempt ended by itself (not stopped, not resumed) and counts as completed."""
+    text = case(ZH_REASONING)
+    raw, fc, trigger, consumed, detection = interleaved(text, "call")
+    raw = raw[:raw.index(fc["done"])]
+    session = Session()
+    run(guard_response_stream(iter(deltas_events(split(text), "response.reasoning_text.delta")), session=session))
+    assert session.consecutive_rescues == 1
+    stream = guard_response_stream(iter(raw), session=session)
+    assert run(stream) == raw
+    outcome = stream.outcome
+    assert not outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.tool_calls == (StreamToolCall("fc_1", "call_1", "get_weather", ARGS),)
+    assert consumed == 1001  # 143 deltas of 7: the first boundary past the checkpoint at 1000
+    assert outcome.detection == detection and outcome.cut == 333 and outcome.removed == 1001 - 333
+    assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
+    assert session.consecutive_rescues == 0
+
+
+def test_a_completed_call_before_the_loop_means_no_resume() -> None:
+    text = case(ZH_REASONING)
+    position, detection = acting(text, "reasoning")
+    deltas = split(text)
+    trigger, consumed = boundary(deltas, position)
+    fc = function_call_events(output_index=0)
+    events = [fc["added"], *fc["args"], fc["done"], fc["item_done"],
+              *deltas_events(deltas, "response.reasoning_summary_text.delta", start=700)]
+    stream = guard_response_stream(iter(events))
+    passed = run(stream)
+    assert len(passed) == 6 + trigger
+    outcome = stream.outcome
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.tool_calls == (StreamToolCall("fc_1", "call_1", "get_weather", ARGS),)
     assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
 
 
@@ -550,6 +628,15 @@ def test_async_stream_with_async_close_and_deferred_cut() -> None:
     assert upstream.closes == 1
     assert outcome.tool_calls == (StreamToolCall("fc_1", "call_1", "get_weather", ARGS),)
     assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
+
+
+def test_async_stream_needs_an_async_iterable() -> None:
+    session = Session()
+    upstreams: list[Any] = [[{"type": "response.output_text.delta", "delta": "x"}], iter([]), Upstream([])]
+    for upstream in upstreams:
+        with pytest.raises(TypeError, match="async iterable"):
+            aguard_response_stream(upstream, session=session)
+    assert session.attempt == 0
 
 
 def test_async_upstream_error_propagates_unchanged() -> None:

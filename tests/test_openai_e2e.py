@@ -7,9 +7,12 @@ A stdlib ``ThreadingHTTPServer`` on ``127.0.0.1`` (port 0) serves
 * a request without a ``[loopguard]`` user message streams a dev case's looping reasoning
   (``choices[0].delta.reasoning_content``, DeepSeek style) and records how many chunks it
   managed to send before the client went away (``BrokenPipeError`` / ``ConnectionResetError``);
-* a request with one (the resume) is checked inside the server — no 40-code-point window of the
-  case's looping part in any message, the corrective message present — and answers
-  "The meeting is at 10:00." with ``finish_reason="stop"`` and ``data: [DONE]``.
+* a request with one (the resume: after a reasoning loop the corrective note is added to the last
+  user message, so roles keep alternating) is checked inside the server — no 40-code-point window
+  of the case's looping part in any message, the question then the note in the last message —
+  and answers "The meeting is at 10:00." with ``finish_reason="stop"`` and ``data: [DONE]``;
+* with ``reject_reasoning_effort`` set, a request carrying ``reasoning_effort`` is refused with
+  HTTP 400, as servers whose model takes no such parameter do.
 
 The client is ``openai.OpenAI`` / ``openai.AsyncOpenAI`` with ``base_url`` pointing at it
 (research/ecosystem.md §1.1, §1.5: ``Stream.close()`` closing the HTTP response is the only
@@ -32,6 +35,7 @@ import pytest
 
 from loopguard import Session, TextLoopDetector
 from loopguard.integrations.openai import acreate_with_rescue, aguard_stream, create_with_rescue, guard_stream
+from loopguard.messages import render
 
 openai = pytest.importorskip("openai")
 
@@ -65,6 +69,7 @@ class Record:
 
     body: dict[str, Any]
     resume: bool
+    status: int = 200
     total: int = 0  # chunks it meant to send
     sent: int = 0  # chunks written before the end or the disconnect
     disconnected: bool = False
@@ -88,6 +93,7 @@ class LoopServer(ThreadingHTTPServer):
         self.records: list[Record] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.reject_reasoning_effort = False
 
     @property
     def port(self) -> int:
@@ -120,11 +126,17 @@ class LoopServer(ThreadingHTTPServer):
                 problems.append(f"message {i} ({message.get('role')}) carries loop text")
             if "reasoning_content" in message:
                 problems.append(f"message {i} replays reasoning")
-        notes = [m for m in messages if m.get("role") == "user" and str(m.get("content", "")).startswith("[loopguard]")]
-        if len(notes) != 1 or messages[-1] is not notes[0]:
-            problems.append("the corrective user message is missing or not last")
-        if messages[: len(QUESTION)] != QUESTION:
+        if json.dumps(messages, ensure_ascii=False).count("[loopguard]") != 1:
+            problems.append("not exactly one corrective note")
+        last = messages[-1]
+        question = QUESTION[-1]["content"] + "\n\n[loopguard] "
+        if last.get("role") != "user" or not str(last.get("content", "")).startswith(question):
+            problems.append("the corrective note is not added to the last user message")
+        if messages[:-1] != QUESTION[:-1] or len(messages) != len(QUESTION):
             problems.append("the original messages were not kept")
+        roles = [m.get("role") for m in messages]
+        if any(a == b for a, b in zip(roles, roles[1:])):
+            problems.append("roles do not alternate")
         return problems
 
 
@@ -146,10 +158,23 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
             return
         messages = body.get("messages") or []
-        resume = any(isinstance(m, dict) and str(m.get("content", "")).startswith("[loopguard]") for m in messages)
+        resume = any(isinstance(m, dict) and "[loopguard]" in str(m.get("content", "")) for m in messages)
         record = Record(body, resume)
         with self.server.lock:
             self.server.records.append(record)
+        if self.server.reject_reasoning_effort and "reasoning_effort" in body:
+            record.status = 400
+            record.problems = self.server.check_resume(body) if resume else ["refused a first request"]
+            payload = json.dumps({"error": {"message": "Unrecognized request argument supplied: reasoning_effort",
+                                            "type": "invalid_request_error", "param": "reasoning_effort",
+                                            "code": None}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            record.done.set()
+            return
         try:
             if resume:
                 record.problems = self.server.check_resume(body)
@@ -261,6 +286,13 @@ def test_aguard_stream_cuts_the_http_stream(server: LoopServer) -> None:
 # ------------------------------------------------------------------ (b) create_with_rescue: cut, prune, resume
 
 
+def resumed_messages(srv: LoopServer) -> list[dict[str, Any]]:
+    """The resume request's messages: the question with the Chinese corrective note added."""
+    checkpoint, cut, _ = expected_cut(srv)
+    note = render("resume", "zh", channel="reasoning", channel_zh="推理", count=checkpoint - cut)
+    return [QUESTION[0], {"role": "user", "content": QUESTION[1]["content"] + "\n\n" + note}]
+
+
 def assert_rescued(server: LoopServer, result: Any) -> None:
     assert result.text == ANSWER
     assert result.reasoning == "Afternoon fails for Wang. Morning then."
@@ -276,8 +308,7 @@ def assert_rescued(server: LoopServer, result: Any) -> None:
     assert second.body["temperature"] == 1.0 and second.body["reasoning_effort"] == "low"
     assert first.body["model"] == second.body["model"] == "m"
     assert first.body["messages"] == QUESTION
-    assert second.body["messages"] == result.messages
-    assert result.messages[-1]["content"].startswith("[loopguard]")
+    assert second.body["messages"] == result.messages == resumed_messages(server)
     assert "重复" in result.messages[-1]["content"]  # the kept reasoning is Chinese: so is the note
 
 
@@ -296,3 +327,36 @@ def test_acreate_with_rescue(server: LoopServer) -> None:
             return await acreate_with_rescue(client, model="m", messages=list(QUESTION))
 
     assert_rescued(server, asyncio.run(main()))
+
+
+# ------------------------------------------------------------------ (c) retry settings the server refuses
+
+
+@pytest.mark.parametrize("is_async", (False, True), ids=("sync", "async"))
+def test_retry_settings_refused_with_400_are_dropped(server: LoopServer, is_async: bool) -> None:
+    """The server refuses ``reasoning_effort`` with HTTP 400 (``openai.BadRequestError``): the
+    resume request is sent once more without the retry settings and the rescue completes."""
+    server.reject_reasoning_effort = True
+    session = Session("e2e-400")
+
+    async def amain() -> Any:
+        async with openai.AsyncOpenAI(**client_kwargs(server)) as client:
+            return await acreate_with_rescue(client, model="m", messages=list(QUESTION), session=session)
+
+    if is_async:
+        result = asyncio.run(amain())
+    else:
+        with openai.OpenAI(**client_kwargs(server)) as client:
+            result = create_with_rescue(client, model="m", messages=list(QUESTION), session=session)
+    assert result.text == ANSWER and result.reasoning == "Afternoon fails for Wang. Morning then."
+    assert result.rescues == 1 and not result.cancelled and len(result.outcomes) == 2
+    assert len(server.records) == 3
+    first, refused, resent = server.records
+    assert [r.status for r in server.records] == [200, 400, 200]
+    assert first.done.wait(5) and first.disconnected and not first.resume
+    assert refused.resume and refused.body["reasoning_effort"] == "low" and refused.body["temperature"] == 1.0
+    assert resent.done.wait(5) and resent.resume and not resent.disconnected and resent.sent == resent.total
+    assert "reasoning_effort" not in resent.body and "temperature" not in resent.body
+    assert refused.body["messages"] == resent.body["messages"] == result.messages == resumed_messages(server)
+    assert refused.problems == [] and resent.problems == []
+    assert session.retry_requests_left == 0 and session.consecutive_rescues == 0

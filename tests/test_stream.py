@@ -34,7 +34,9 @@ import pytest
 
 import loopguard.session as session_module
 from loopguard import Session, SessionConfig, TextConfig, TextLoopDetector
+from loopguard.errors import ConfigError
 from loopguard.integrations.openai import (
+    acreate_with_rescue,
     aguard_stream,
     apply_chat_chunk,
     create_with_rescue,
@@ -349,15 +351,24 @@ def test_marker_language_forced(prefix: str, language: str) -> None:
 @pytest.mark.parametrize("size", SIZES)
 def test_loop_seen_only_at_the_final_checkpoint(size: int) -> None:
     """716 code points: the cycle holds at the end of the stream, not at checkpoint 600: every
-    chunk has gone out already, the outcome still prunes (and asks for the resume)."""
+    chunk has gone out already and the stream ended by itself: the outcome prunes what is stored,
+    but the attempt was not stopped and is not resumed (its answer is complete)."""
     text = load_case("025").text[:100] + "Let me check the sum again. " * 22
     act = acting(text, "reasoning")
     assert act is not None and act.checkpoint == len(text) == act.detection.position
     rec = recorded_dicts(text, "reasoning", size)
-    passed, outcome = run(rec.chunks)
+    session = Session()
+    assert run(loop_chunks(), session=session)[1].should_resume  # a rescue in a row before it
+    assert session.consecutive_rescues == 1
+    passed, outcome = run(rec.chunks, session=session)
     assert len(passed) == len(rec.chunks)
-    assert outcome.stopped and outcome.should_resume and outcome.detection == act.detection
+    assert not outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.detection == act.detection and outcome.channel == "reasoning"
+    assert outcome.cut == act.detection.cut and outcome.removed == len(text) - act.detection.cut
     assert outcome.kept_reasoning == expected_kept(text, act.detection.cut, "reasoning")
+    assert outcome.finish_reason == "stop" and outcome.tool_calls == ()
+    # a completed attempt: the rescues in a row start again
+    assert session.consecutive_rescues == 0 and outcome.rescues == 0
 
 
 def test_cut_mode_stops_without_resume() -> None:
@@ -452,16 +463,21 @@ def test_open_tool_call_defers_the_cut_to_its_end(shape: str) -> None:
     passed, outcome = run(chunks)
     # nothing is dropped: the finishing chunk is passed on (STOP_AFTER) and the stream stops there
     assert len(passed) == len(chunks) and all(a is b for a, b in zip(passed, chunks))
-    assert outcome.stopped and outcome.should_resume
+    # stopped, but a completed call is progress: the host runs it instead of resuming
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.rescues == 0 and outcome.finish_reason == "tool_calls"
     assert outcome.tool_calls == (CALL_0,)
     assert json.loads(outcome.tool_calls[0].arguments) == json.loads(ARGS)
     assert outcome.detection == act.detection
+    assert outcome.cut == act.detection.cut and outcome.removed == len(ts.consumed) - act.detection.cut
     assert outcome.kept_text == expected_kept(ts.consumed, act.detection.cut, "text")
 
 
-def test_deferred_cut_action_sequence() -> None:
-    """The adapter's actions, chunk by chunk: CONTINUE while the call is open, STOP_AFTER on the finish."""
-    ts = tool_stream(after="finish")
+@pytest.mark.parametrize("after", ("finish", "second_call", "more_text"))
+def test_deferred_cut_action_sequence(after: str) -> None:
+    """The adapter's actions, chunk by chunk: CONTINUE while a call is open (Chat Completions
+    calls close only at ``finish_reason``), STOP_AFTER on the finish."""
+    ts = tool_stream(after=after)
     guard = StreamGuard()
     actions = [apply_chat_chunk(c, guard) for c in ts.chunks]
     assert actions[:-1] == [Action.CONTINUE] * (len(ts.chunks) - 1)
@@ -469,32 +485,183 @@ def test_deferred_cut_action_sequence() -> None:
     assert guard.stopped
 
 
+CALL_1 = StreamToolCall(1, "call_1", "read_file", '{"path": "schema.sql"}')
+
+
 @pytest.mark.parametrize("shape", SHAPES)
-def test_second_call_after_a_deferred_cut_is_not_passed_on(shape: str) -> None:
+def test_a_call_that_starts_while_the_cut_waits_is_included(shape: str) -> None:
+    """Call 0 is still open (Chat Completions closes calls only at ``finish_reason``) when call 1
+    starts: call 1 is passed on and assembled, and the stream stops after the finish chunk."""
     ts = tool_stream(after="second_call")
     chunks = convert(ts.chunks, shape)
-    passed, outcome = run(chunks)
-    first_of_call_1 = len(chunks) - 3
-    assert len(passed) == first_of_call_1 and all(a is b for a, b in zip(passed, chunks))
-    assert outcome.stopped and outcome.tool_calls == (CALL_0,)
-
-
-def test_text_after_a_deferred_cut_stops_before_it_and_drops_the_half_call() -> None:
-    ts = tool_stream(after="more_text")
-    passed, outcome = run(ts.chunks)
-    assert len(passed) == ts.acting_chunk + 1  # the acting chunk itself went out (the call was open)
-    assert outcome.stopped and outcome.tool_calls == ()  # a half call is never in the outcome
     act = case_acting("001")
     assert act is not None
-    # the dropped chunk's text is not part of what the guard saw (it stopped before feeding it)
+    passed, outcome = run(chunks)
+    assert len(passed) == len(chunks) and all(a is b for a, b in zip(passed, chunks))
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.tool_calls == (CALL_0, CALL_1)
+    assert outcome.detection == act.detection and outcome.finish_reason == "tool_calls"
     assert outcome.kept_text == expected_kept(ts.consumed, act.detection.cut, "text")
 
 
-def test_upstream_ending_with_a_deferred_cut_completes_the_call() -> None:
-    ts = tool_stream(after="end")
+def _content(chunks: list[Any]) -> str:
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+
+
+def _spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Record every delta the stream layer feeds to a session's detectors."""
+    fed: list[tuple[str, str]] = []
+    original = session_module.Session.feed
+
+    def feed(self: Session, delta: str, channel: str = "text") -> Any:
+        fed.append((channel, delta))
+        return original(self, delta, channel)
+
+    monkeypatch.setattr(session_module.Session, "feed", feed)
+    return fed
+
+
+def test_text_while_the_cut_waits_is_passed_on_and_recorded_not_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answer text goes on while call 0 is open: every chunk is passed on until the finish chunk;
+    the text is recorded (the answer is the looping channel, so it goes with the loop after the
+    cut) but never fed to the detectors."""
+    fed = _spy_feed(monkeypatch)
+    ts = tool_stream(after="more_text")
+    act = case_acting("001")
+    assert act is not None
     passed, outcome = run(ts.chunks)
-    assert len(passed) == len(ts.chunks)
-    assert outcome.stopped and outcome.should_resume and outcome.tool_calls == (CALL_0,)
+    assert len(passed) == len(ts.chunks) and all(a is b for a, b in zip(passed, ts.chunks))
+    assert outcome.stopped and not outcome.should_resume and outcome.tool_calls == (CALL_0,)
+    seen = _content(ts.chunks)
+    assert len(seen) > len(ts.consumed) and seen == load_case("001").text[: len(seen)]
+    assert "".join(d for _, d in fed) == ts.consumed  # nothing after the acting chunk was fed
+    assert outcome.detection == act.detection and outcome.cut == act.detection.cut
+    assert outcome.removed == len(seen) - act.detection.cut
+    assert outcome.kept_text == expected_kept(seen, act.detection.cut, "text")
+
+
+def test_other_channel_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reasoning loop found while a call streams: answer deltas that arrive before the finish
+    are passed on and kept as streamed (not fed to the detectors); the reasoning is pruned."""
+    fed = _spy_feed(monkeypatch)
+    act = case_acting("010")
+    assert act is not None
+    pieces = split(load_case("010").text, 7)
+    j = stop_index(act.checkpoint, 7)
+    consumed = "".join(pieces[: j + 1])
+    chunks = [chat_chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
+    chunks += [chat_chunk({"content": None, "reasoning_content": p}) for p in pieces[:j - 1]]
+    chunks.append(chat_chunk({"tool_calls": [tool_delta(0, '{"query": ', first=True)]}))
+    chunks += [chat_chunk({"content": None, "reasoning_content": p}) for p in pieces[j - 1: j + 1]]
+    answer = ["The meeting ", "is at 10:00."]
+    chunks += [chat_chunk({"content": a}) for a in answer]
+    chunks.append(chat_chunk({"tool_calls": [tool_delta(0, '"rooms"}')]}))
+    chunks.append(chat_chunk({}, "tool_calls"))
+    chunks.append(usage_chunk())
+    passed, outcome = run(chunks)
+    assert len(passed) == len(chunks) - 1 and all(a is b for a, b in zip(passed, chunks))  # usage not read
+    assert "".join(d for _, d in fed) == consumed
+    assert outcome.stopped and not outcome.should_resume
+    assert outcome.tool_calls == (StreamToolCall(0, "call_0", "search_docs", '{"query": "rooms"}'),)
+    assert outcome.kept_text == "The meeting is at 10:00."
+    assert outcome.kept_reasoning == expected_kept(consumed, act.detection.cut, "reasoning")
+    assert outcome.detection == act.detection and outcome.channel == "reasoning"
+
+
+def test_upstream_ending_with_a_deferred_cut_completes_the_call() -> None:
+    """The stream ends by itself while the cut waits: the call is complete, the loop pruned, but
+    the attempt was not stopped and is not resumed (a completed attempt)."""
+    ts = tool_stream(after="end")
+    act = case_acting("001")
+    assert act is not None
+    session = Session()
+    assert run(loop_chunks(), session=session)[1].should_resume
+    passed, outcome = run(ts.chunks, session=session)
+    assert len(passed) == len(ts.chunks) and all(a is b for a, b in zip(passed, ts.chunks))
+    assert not outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.tool_calls == (CALL_0,) and outcome.finish_reason is None
+    assert outcome.detection == act.detection and outcome.channel == "text"
+    removed = len(ts.consumed) - act.detection.cut
+    assert outcome.cut == act.detection.cut and outcome.removed == removed
+    assert outcome.kept_text == expected_kept(ts.consumed, act.detection.cut, "text")
+    assert outcome.marker == "\n" + marker_text("text", removed, "en")
+    assert session.consecutive_rescues == 0 and outcome.rescues == 0
+
+
+PARALLEL_B = '{"path": "schema.sql", "lines": [1, 40]}'
+
+
+def parallel_chunks(reasoning: list[str] | None = None) -> list[Any]:
+    """Two calls whose fragments interleave (0, 1, 0, 1, ...), as parallel-call servers send them;
+    ``reasoning`` deltas first, the calls starting 3 deltas before the last one."""
+    a, b = split(ARGS, 9), split(PARALLEL_B, 4)
+    calls: list[dict[str, Any]] = []
+    for i in range(max(len(a), len(b))):
+        if i < len(a):
+            calls.append(tool_delta(0, a[i], first=i == 0))
+        if i < len(b):
+            calls.append(tool_delta(1, b[i], first=i == 0, name="read_file", call_id="call_1"))
+    chunks = [chat_chunk({"role": "assistant", "content": None})]
+    reasoning = reasoning or []
+    head, tail = reasoning[:-3], reasoning[-3:]
+    chunks += [chat_chunk({"reasoning_content": r}) for r in head]
+    for k, call in enumerate(calls):
+        delta: dict[str, Any] = {"tool_calls": [call]}
+        if k < len(tail):
+            delta["reasoning_content"] = tail[k]
+        chunks.append(chat_chunk(delta))
+    chunks.append(chat_chunk({}, "tool_calls"))
+    return chunks
+
+
+def test_interleaved_parallel_calls_are_assembled() -> None:
+    chunks = parallel_chunks()
+    guard = StreamGuard()
+    actions = [apply_chat_chunk(c, guard) for c in chunks[:-1]]
+    assert actions == [Action.CONTINUE] * (len(chunks) - 1)
+    assert guard.outcome.tool_calls == ()  # neither is complete before finish_reason
+    assert apply_chat_chunk(chunks[-1], guard) is Action.CONTINUE
+    outcome = guard.finish()
+    assert outcome.tool_calls == (CALL_0, StreamToolCall(1, "call_1", "read_file", PARALLEL_B))
+    assert not outcome.stopped and outcome.finish_reason == "tool_calls"
+
+
+def test_a_loop_while_parallel_calls_interleave_waits_for_the_finish() -> None:
+    act = case_acting("010")
+    assert act is not None
+    pieces = split(load_case("010").text, 7)
+    j = stop_index(act.checkpoint, 7)
+    consumed = "".join(pieces[: j + 1])
+    chunks = parallel_chunks(pieces[: j + 1]) + [usage_chunk()]
+    guard = StreamGuard()
+    actions = [apply_chat_chunk(c, guard) for c in chunks[:-1]]
+    assert actions == [Action.CONTINUE] * (len(chunks) - 2) + [Action.STOP_AFTER]
+    passed, outcome = run(chunks)
+    assert len(passed) == len(chunks) - 1 and all(a is b for a, b in zip(passed, chunks))
+    assert outcome.stopped and not outcome.should_resume
+    assert outcome.tool_calls == (CALL_0, StreamToolCall(1, "call_1", "read_file", PARALLEL_B))
+    assert outcome.detection == act.detection
+    assert outcome.kept_reasoning == expected_kept(consumed, act.detection.cut, "reasoning")
+
+
+def test_a_call_completed_before_the_loop_means_no_resume() -> None:
+    """A stop after a completed call: stopped, not resumed (the host runs the call)."""
+    act = case_acting("010")
+    assert act is not None
+    session = Session()
+    guard = StreamGuard(session)
+    assert guard.tool_start("t1", id="call_9", name="ls") is Action.CONTINUE
+    assert guard.tool_args("t1", '{"path": "."}') is Action.CONTINUE
+    assert guard.tool_end("t1") is Action.CONTINUE
+    pieces = split(load_case("010").text, 7)
+    actions = [guard.reasoning(p) for p in pieces]
+    j = stop_index(act.checkpoint, 7)
+    assert actions[j] is Action.STOP_BEFORE and actions[:j] == [Action.CONTINUE] * j
+    outcome = guard.finish()
+    assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
+    assert outcome.tool_calls == (StreamToolCall("t1", "call_9", "ls", '{"path": "."}'),)
+    assert outcome.kept_reasoning == expected_kept("".join(pieces[: j + 1]), act.detection.cut, "reasoning")
+    assert session.consecutive_rescues == 0 and session.retry_requests_left == 0  # no rescue recorded
 
 
 def test_tool_calls_without_a_loop_are_assembled() -> None:
@@ -616,24 +783,26 @@ def test_a_normal_stream_resets_the_count() -> None:
 
 
 @pytest.mark.parametrize("retry_requests", (0, 1, 2))
-def test_retry_settings_apply_to_retry_requests_requests(retry_requests: int) -> None:
+def test_the_stream_guard_does_not_take_from_the_retry_budget(retry_requests: int) -> None:
+    """A rescue sets the budget; streams never consume it (the request sender does, with
+    ``session._take_retry()``, once per request that carries the retry settings)."""
     config = StreamConfig(retry_requests=retry_requests)
     session = Session()
     first = StreamGuard(session, config)
-    assert not first.retry
     for chunk in loop_chunks():
         if apply_chat_chunk(chunk, first).stop:
             break
     assert first.finish().should_resume
     assert session.retry_requests_left == retry_requests
-    flags = []
     for _ in range(retry_requests + 2):
         guard = StreamGuard(session, config)
-        flags.append(guard.retry)
         for chunk in normal_chunks():
             apply_chat_chunk(chunk, guard)
         assert not guard.finish().stopped
+        assert session.retry_requests_left == retry_requests
+    flags = [session._take_retry() for _ in range(retry_requests + 2)]
     assert flags == [True] * retry_requests + [False, False]
+    assert session.retry_requests_left == 0
 
 
 class FakeStream:
@@ -669,7 +838,58 @@ class FakeClient:
         return stream
 
 
+class StatusError(Exception):
+    """What an SDK raises for an HTTP error status (``openai.APIStatusError`` has ``status_code``)."""
+
+    def __init__(self, status_code: int) -> None:
+        super().__init__(f"Error code: {status_code}")
+        self.status_code = status_code
+
+
+class RefusingClient(FakeClient):
+    """Refuses (raises ``StatusError(status)``) every request that carries ``reasoning_effort``
+    (or, with ``after_first``, every request after the first), like a server whose model takes
+    no such parameter."""
+
+    def __init__(self, script: list[list[Any]], status: int = 400, *, after_first: bool = False) -> None:
+        super().__init__(script)
+        self.status = status
+        self.after_first = after_first
+        self.refused: list[dict[str, Any]] = []
+
+    def create(self, **kwargs: Any) -> FakeStream:
+        if (self.requests if self.after_first else "reasoning_effort" in kwargs):
+            self.requests.append(kwargs)
+            self.refused.append(kwargs)
+            raise StatusError(self.status)
+        return super().create(**kwargs)
+
+
+class AsyncFakeClient:
+    """``await client.chat.completions.create(**kwargs)`` returning scripted async streams."""
+
+    def __init__(self, inner: FakeClient) -> None:
+        self.inner = inner
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
+
+    async def create(self, **kwargs: Any) -> AsyncIterator[Any]:
+        return _agen(self.inner.create(**kwargs))
+
+
 RETRY = {"temperature": 1.0, "reasoning_effort": "low"}
+
+
+def loop_removed() -> int:
+    """Code points pruned from case 010 in deltas of 64 (``loop_chunks``): the consumed text ends
+    at the first delta boundary at or past the acting checkpoint."""
+    act = case_acting("010")
+    assert act is not None
+    consumed = "".join(recorded("010", 64).pieces[: stop_index(act.checkpoint, 64) + 1])
+    return len(consumed) - act.detection.cut
+
+
+def zh_note(removed: int) -> str:
+    return render("resume", "zh", channel="reasoning", channel_zh="推理", count=removed)
 
 
 def _settings(request: dict[str, Any]) -> dict[str, Any]:
@@ -686,8 +906,97 @@ def test_create_with_rescue_sends_retry_settings_only_after_a_rescue() -> None:
     assert all(r["stream"] is True and r["model"] == "m" for r in client.requests)
     assert [s.closed for s in client.streams] == [True, True, False]  # cut streams are closed (a finished one ended)
     assert messages == [{"role": "user", "content": "When is the meeting?"}]  # the caller's list untouched
-    notes = [m for m in client.requests[2]["messages"] if str(m.get("content", "")).startswith("[loopguard]")]
-    assert len(notes) == 2
+    assert loop_removed() == 16 * 64 - 333 == 691  # cycle at 1000, cut 333: consumed to 1024
+    # a reasoning loop keeps no assistant message: the note goes into the user turn, and the
+    # second rescue's note replaces the first
+    resumed = [{"role": "user", "content": "When is the meeting?\n\n" + zh_note(691)}]
+    assert client.requests[1]["messages"] == resumed and client.requests[2]["messages"] == resumed
+    assert result.messages == resumed
+
+
+@pytest.mark.parametrize("content", ("string", "list"))
+def test_three_rescues_in_a_row_keep_one_note(content: str) -> None:
+    question: Any = "When is the meeting?" if content == "string" else [{"type": "text", "text": "When is it?"}]
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": question}]
+    before = json.loads(json.dumps(messages))
+    client = FakeClient([loop_chunks(), loop_chunks(), loop_chunks(), normal_chunks()])
+    result = create_with_rescue(client, model="m", messages=messages)
+    assert result.rescues == 3 and not result.cancelled and result.text == "The meeting is at 10:00."
+    assert messages == before and messages[1]["content"] is question  # the caller's list and dicts unchanged
+    note = zh_note(loop_removed())
+    if content == "string":
+        user: Any = "When is the meeting?\n\n" + note
+    else:
+        user = [{"type": "text", "text": "When is it?"}, {"type": "text", "text": note}]
+    for request in client.requests[1:]:
+        assert request["messages"] == [messages[0], {"role": "user", "content": user}]
+        assert json.dumps(request["messages"], ensure_ascii=False).count("[loopguard]") == 1
+
+
+@pytest.mark.parametrize("status", (400, 422))
+def test_create_with_rescue_resends_without_refused_retry_settings(status: int,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    client = RefusingClient([loop_chunks(), normal_chunks()], status=status)
+    with caplog.at_level(logging.WARNING, logger="loopguard.integrations"):
+        result = create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}])
+    assert result.text == "The meeting is at 10:00." and result.rescues == 1 and not result.cancelled
+    assert [_settings(r) for r in client.requests] == [{}, RETRY, {}]
+    assert client.refused == [client.requests[1]]
+    assert client.requests[1]["messages"] == client.requests[2]["messages"] == result.messages
+    assert client.requests[2] == {"model": "m", "stream": True, "messages": result.messages}
+    assert any("sent again without them" in r.getMessage() for r in caplog.records)
+
+
+def test_the_resend_keeps_the_callers_own_settings() -> None:
+    client = RefusingClient([loop_chunks(), normal_chunks()], after_first=True)
+    with pytest.raises(StatusError):  # the resend is refused too: that error propagates
+        create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}], temperature=0.2)
+    assert [(r["temperature"], r.get("reasoning_effort")) for r in client.requests] == [
+        (0.2, None), (1.0, "low"), (0.2, None)]
+    assert client.refused == client.requests[1:]
+
+
+def test_acreate_with_rescue_resends_without_refused_retry_settings() -> None:
+    inner = RefusingClient([loop_chunks(), normal_chunks()])
+    session = Session()
+    result = asyncio.run(acreate_with_rescue(AsyncFakeClient(inner), model="m", session=session,
+                                             messages=[{"role": "user", "content": "q"}]))
+    assert result.text == "The meeting is at 10:00." and result.rescues == 1
+    assert [_settings(r) for r in inner.requests] == [{}, RETRY, {}]
+    assert inner.refused == [inner.requests[1]]
+    assert session.retry_requests_left == 0  # the refused request used the budget
+
+
+@pytest.mark.parametrize("status", (401, 404, 429, 500))
+def test_create_with_rescue_other_errors_propagate(status: int) -> None:
+    client = RefusingClient([loop_chunks(), normal_chunks()], status=status)
+    with pytest.raises(StatusError) as info:
+        create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}])
+    assert info.value.status_code == status and len(client.requests) == 2
+
+
+def test_a_refusal_without_retry_settings_propagates() -> None:
+    """Only a request that carried the retry settings is sent again."""
+    client = RefusingClient([normal_chunks()])
+    with pytest.raises(StatusError):
+        create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}], reasoning_effort="high")
+    assert [r["reasoning_effort"] for r in client.requests] == ["high"]
+
+
+def test_start_turn_resets_the_rescue_count_and_the_retry_budget() -> None:
+    session = Session()
+    config = StreamConfig(retry_requests=2)
+    assert [run(loop_chunks(), session=session, config=config)[1].should_resume for _ in range(4)] == [
+        True, True, True, False]
+    assert session.consecutive_rescues == 3 and session.retry_requests_left == 2
+    session.start_turn()  # a new user message
+    assert session.consecutive_rescues == 0 and session.retry_requests_left == 0
+    _, outcome = run(loop_chunks(), session=session, config=config)
+    assert outcome.should_resume and outcome.rescues == 1
+    session.start_turn()
+    client = FakeClient([normal_chunks()])
+    create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}], session=session, config=config)
+    assert [_settings(r) for r in client.requests] == [{}]  # the budget of the old turn is gone
 
 
 def test_create_with_rescue_retry_requests_span_calls_on_one_session() -> None:
@@ -733,18 +1042,18 @@ def test_resume_messages(prefix: str, lang: str) -> None:
     request = resume_messages(history, outcome)
     assert history == before  # input not modified
     out = request.messages
-    assert out[:2] == history and out[0] is not history[0] and out[1] is not history[1]  # copies
-    if outcome.kept_text.strip():
-        assert out[2] == {"role": "assistant", "content": outcome.kept_text}
-        assert len(out) == 4
-    else:
-        assert len(out) == 3
-    note = out[-1]
-    assert note["role"] == "user" and note["content"].startswith("[loopguard]")
+    assert out[0] == history[0] and out[0] is not history[0] and out[1] is not history[1]  # copies
     channel = "reasoning" if case.channel == "reasoning" else "answer"
-    assert note["content"] == render("resume", lang, channel=channel,
-                                     channel_zh="推理" if channel == "reasoning" else "回答",
-                                     count=outcome.removed)
+    note = render("resume", lang, channel=channel, channel_zh="推理" if channel == "reasoning" else "回答",
+                  count=len(consumed) - act.detection.cut)
+    assert note.startswith("[loopguard]")
+    if case.channel == "text":  # the pruned answer is kept: an assistant turn, then the note as a user turn
+        assert outcome.kept_text.strip()
+        assert out[1:] == [history[1], {"role": "assistant", "content": outcome.kept_text},
+                           {"role": "user", "content": note}]
+    else:  # no assistant turn to add: the note goes into the user turn (roles alternate)
+        assert outcome.kept_text == ""
+        assert out[1:] == [{"role": "user", "content": "Answer, please.\n\n" + note}]
     assert request.settings == RETRY
     assert request.kwargs() == {"messages": out, **RETRY}
     # the loop never goes back: no 30-code-point window of the removed part that is not also in the
@@ -840,7 +1149,7 @@ def test_non_str_deltas_to_the_guard_are_ignored() -> None:
     assert guard.text("lone \ud800 surrogate, still text") is Action.CONTINUE
     outcome = guard.finish()
     assert outcome.guard_error is None and outcome.kept_text == "lone \ud800 surrogate, still text"
-    assert outcome.tool_calls == (StreamToolCall(0, None, "", ""),)
+    assert outcome.tool_calls == ()  # a call that named nothing (no name, arguments or id) is no call
     assert guard.finish() is outcome  # idempotent
 
 
@@ -1080,4 +1389,317 @@ def test_resume_omits_an_assistant_message_that_would_hold_only_the_marker() -> 
                             marker="〔90 chars of repeated text removed〕", removed=90, stopped=True,
                             should_resume=True)
     request = resume_messages([{"role": "user", "content": "q"}], outcome)
-    assert [m["role"] for m in request.messages] == ["user", "user"]
+    note = render("resume", "en", channel="answer", channel_zh="回答", count=90)
+    assert request.messages == [{"role": "user", "content": "q\n\n" + note}]
+
+
+# ------------------------------------------------------------------ (k) resume note placement
+
+
+def reasoning_cut_outcome() -> StreamOutcome:
+    _, outcome = run(loop_chunks())
+    assert outcome.should_resume and outcome.kept_text == "" and outcome.removed == loop_removed()
+    return outcome
+
+
+def test_resume_note_replaces_an_earlier_note_in_the_user_turn() -> None:
+    outcome = reasoning_cut_outcome()
+    note = zh_note(loop_removed())
+    messages = [{"role": "user", "content": "When is the meeting?"}]
+    first = resume_messages(messages, outcome).messages
+    assert first == [{"role": "user", "content": "When is the meeting?\n\n" + note}]
+    again = resume_messages(first, outcome, config={"language": "en"}).messages
+    en_note = render("resume", "en", channel="reasoning", channel_zh="推理", count=loop_removed())
+    assert again == [{"role": "user", "content": "When is the meeting?\n\n" + en_note}]  # replaced, not stacked
+    assert first == [{"role": "user", "content": "When is the meeting?\n\n" + note}]  # not modified
+    assert resume_messages([{"role": "user", "content": ""}], outcome).messages == [{"role": "user", "content": note}]
+
+
+def test_resume_note_in_list_content_is_a_text_part() -> None:
+    outcome = reasoning_cut_outcome()
+    note = zh_note(loop_removed())
+    image = {"type": "image_url", "image_url": {"url": "https://example.org/room.png"}}
+    parts = [{"type": "text", "text": "Which room is this?"}, image]
+    messages = [{"role": "user", "content": parts}]
+    before = json.loads(json.dumps(messages))
+    out = resume_messages(messages, outcome).messages
+    assert out == [{"role": "user", "content": [*before[0]["content"], {"type": "text", "text": note}]}]
+    assert messages == before and messages[0]["content"] is parts and len(parts) == 2
+    twice = resume_messages(out, outcome).messages
+    assert twice == out and twice[0]["content"] is not out[0]["content"]
+
+
+@pytest.mark.parametrize("last", ("tool", "assistant", "none"))
+def test_resume_note_is_a_new_user_message_after_a_non_user_turn(last: str) -> None:
+    outcome = reasoning_cut_outcome()
+    note = zh_note(loop_removed())
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the room."}]
+    if last == "tool":
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "rooms", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "A-101"}]
+    elif last == "assistant":
+        messages.append({"role": "assistant", "content": "The room is"})
+    else:
+        messages = []
+    before = json.loads(json.dumps(messages))
+    out = resume_messages(messages, outcome).messages
+    assert out == [*before, {"role": "user", "content": note}]
+    assert messages == before
+
+
+def test_resume_after_an_answer_loop_adds_an_assistant_turn_then_the_note() -> None:
+    act = case_acting("001")
+    assert act is not None
+    _, outcome = run(recorded("001", 7).chunks)
+    messages = [{"role": "user", "content": "Explain the index."}]
+    out = resume_messages(messages, outcome).messages
+    removed = len("".join(recorded("001", 7).pieces[: stop_index(act.checkpoint, 7) + 1])) - act.detection.cut
+    note = render("resume", "en", channel="answer", channel_zh="回答", count=removed)
+    assert out == [messages[0], {"role": "assistant", "content": outcome.kept_text}, {"role": "user", "content": note}]
+    assert [m["role"] for m in out] == ["user", "assistant", "user"]
+
+
+# ------------------------------------------------------------------ (l) marker language
+
+
+def _counts(text: str) -> tuple[int, int, int]:
+    """(Han, ASCII letters, kana + hangul) counted by Unicode names, independently of messages.py."""
+    import unicodedata
+
+    han = latin = other = 0
+    for ch in text:
+        name = unicodedata.name(ch, "")
+        if name.startswith("CJK UNIFIED IDEOGRAPH") or name.startswith("CJK COMPATIBILITY IDEOGRAPH"):
+            han += 1
+        elif ch.isascii() and ch.isalpha():
+            latin += 1
+        elif name.startswith(("HIRAGANA", "KATAKANA", "HANGUL")):
+            other += 1
+    return han, latin, other
+
+
+@pytest.mark.parametrize(("sample", "expected"), [
+    ("找到 3 处匹配", "zh"),
+    ("3 matches", "en"),
+    ("", "en"),
+    ("漢字かな", "en"),  # Han 2 = kana 2: Han must outnumber them
+    ("漢字漢かな", "zh"),
+    ("ab漢字", "en"),  # Han 2 = letters 2
+    ("a漢字", "zh"),
+    ("会議は水曜日の午後にしましょう。", "en"),  # Japanese: Han 7, kana 8
+    ("会議は水曜日の午後です。", "zh"),  # Han 7 > kana 4: the rule counts characters, not languages
+    ("회의는 수요일 오후입니다.", "en"),  # Korean
+    ("大韓民國 헌법", "zh"),  # Han 4 > hangul 2
+])
+def test_pick_language_auto(sample: str, expected: str) -> None:
+    han, latin, other = _counts(sample)
+    assert (han > latin and han > other) == (expected == "zh")
+    assert pick_language("auto", sample) == expected
+    assert pick_language("zh", sample) == "zh" and pick_language("en", sample) == "en"
+
+
+@pytest.mark.parametrize("prefix", ("005", "006", "030", "031"))
+def test_japanese_and_korean_cases_are_not_chinese(prefix: str) -> None:
+    text = load_case(prefix).text
+    han, latin, other = _counts(text[:2000])
+    assert not (han > latin and han > other)
+    assert pick_language("auto", text) == "en"
+
+
+@pytest.mark.parametrize("prefix", ("005", "006"))
+def test_japanese_and_korean_loops_get_english_markers_and_notes(prefix: str) -> None:
+    case = load_case(prefix)
+    act = case_acting(prefix)
+    assert act is not None and act.detection.cut > 0
+    rec = recorded(prefix, 7)
+    _, outcome = run(rec.chunks)
+    consumed = "".join(rec.pieces[: stop_index(act.checkpoint, 7) + 1])
+    removed = len(consumed) - act.detection.cut
+    kept = consumed[: act.detection.cut]
+    expected = kept + ("" if kept.endswith("\n") else "\n") + marker_text(case.channel, removed, "en")
+    assert (outcome.kept_reasoning if case.channel == "reasoning" else outcome.kept_text) == expected
+    channel = "reasoning" if case.channel == "reasoning" else "answer"
+    note = render("resume", "en", channel=channel, channel_zh="", count=removed)
+    assert note.startswith("[loopguard] Your previous " + channel)
+    assert resume_messages([{"role": "user", "content": "q"}], outcome).messages[-1]["content"].endswith(note)
+
+
+# ------------------------------------------------------------------ (m) calls that named nothing
+
+
+def test_a_call_fragment_that_names_nothing_is_no_call() -> None:
+    chunks = [chat_chunk({"role": "assistant", "content": None}),
+              chat_chunk({"tool_calls": [{"index": 0, "function": None}]}),
+              chat_chunk({"tool_calls": [{"index": 1, "id": "call_x", "function": None}]}),
+              chat_chunk({"tool_calls": [{"index": 2, "function": {"name": "ls"}}]}),
+              chat_chunk({"tool_calls": [{"index": 3, "function": {"arguments": "{}"}}]}),
+              chat_chunk({"tool_calls": [{"index": 4, "type": "function", "function": {"arguments": ""}}]}),
+              chat_chunk({}, "tool_calls")]
+    passed, outcome = run(chunks)
+    assert len(passed) == len(chunks)
+    assert outcome.tool_calls == (StreamToolCall(1, "call_x", "", ""), StreamToolCall(2, None, "ls", ""),
+                                  StreamToolCall(3, None, "", "{}"))
+
+
+# ------------------------------------------------------------------ (n) two streams on one session
+
+
+def test_a_second_stream_on_the_session_orphans_the_first(caplog: pytest.LogCaptureFixture) -> None:
+    act = case_acting("010")
+    assert act is not None
+    session = Session("shared")
+    older = StreamGuard(session)
+    with caplog.at_level(logging.WARNING, logger="loopguard.stream"):
+        newer = StreamGuard(session)
+    assert any("another is live" in r.getMessage() for r in caplog.records)
+    pieces = split(load_case("010").text, 7)
+    # the older one keeps recording, but is not watched: the loop never stops it
+    assert [older.reasoning(p) for p in pieces] == [Action.CONTINUE] * len(pieces)
+    older.tool_args(0, "{}", id="call_0", name="ls")
+    assert older.close_open_calls() is Action.CONTINUE
+    old = older.finish()
+    assert not old.stopped and not old.should_resume and old.detection is None and old.cut is None
+    assert old.kept_reasoning == load_case("010").text
+    assert old.tool_calls == (StreamToolCall(0, "call_0", "ls", "{}"),)
+    # ... and its end did not end the newer one's attempt: the newer one cuts at the same point
+    actions = [newer.reasoning(p) for p in pieces]
+    j = stop_index(act.checkpoint, 7)
+    assert actions[: j + 1] == [Action.CONTINUE] * j + [Action.STOP_BEFORE]
+    new = newer.finish()
+    assert new.stopped and new.should_resume and new.detection == act.detection
+    assert new.kept_reasoning == expected_kept("".join(pieces[: j + 1]), act.detection.cut, "reasoning")
+    assert session.consecutive_rescues == 1
+
+
+def test_concurrent_streams_on_one_session_keep_the_clean_text_intact() -> None:
+    """``asyncio.gather`` of a clean stream and a looping one on one Session: the clean one (started
+    first, so orphaned) passes and keeps its text whole and ends first without ending the looping
+    one's attempt, which is still cut at its own acting chunk."""
+    act = case_acting("010")
+    assert act is not None
+    clean_text = load_case("026").text[:300]
+    clean = [chat_chunk({"reasoning_content": p}) for p in split(clean_text, 7)] + [chat_chunk({}, "stop")]
+    looping = recorded("010", 7)
+    session = Session()
+    order: list[str] = []
+
+    async def consume(chunks: list[Any], name: str) -> tuple[list[Any], StreamOutcome]:
+        stream = aguard_stream(_agen(chunks), session=session)
+        passed = [c async for c in stream]
+        order.append(name)
+        return passed, stream.outcome
+
+    async def main() -> list[tuple[list[Any], StreamOutcome]]:
+        return list(await asyncio.gather(consume(clean, "clean"), consume(looping.chunks, "loop")))
+
+    (clean_passed, clean_outcome), (loop_passed, loop_outcome) = asyncio.run(main())
+    assert order == ["clean", "loop"]
+    assert len(clean_passed) == len(clean) and all(a is b for a, b in zip(clean_passed, clean))
+    assert clean_outcome.kept_reasoning == clean_text and clean_outcome.kept_text == ""
+    assert not clean_outcome.stopped and clean_outcome.detection is None and clean_outcome.finish_reason == "stop"
+    j = stop_index(act.checkpoint, 7)
+    assert len(loop_passed) == Recorded.HEAD + j
+    assert loop_outcome.stopped and loop_outcome.detection == act.detection
+    assert loop_outcome.kept_reasoning == expected_kept("".join(looping.pieces[: j + 1]), act.detection.cut,
+                                                        "reasoning")
+
+
+# ------------------------------------------------------------------ (o) construction and context managers
+
+
+def test_aguard_stream_needs_an_async_iterable() -> None:
+    session = Session()
+    upstreams: list[Any] = [[chat_chunk({"content": "x"})], iter([]), FakeStream([]), None]
+    for upstream in upstreams:
+        with pytest.raises(TypeError, match="async iterable"):
+            aguard_stream(upstream, session=session)
+    assert session.attempt == 0  # raised before any attempt started
+
+
+class HostError(Exception):
+    pass
+
+
+def _cancel_at_stop_after(mode_session: Session) -> tuple[ToolStream, dict[str, Any]]:
+    """A session whose next loop is its ③ second strike (``cancel``), in cut mode with
+    ``on_rescue_cap="raise"``, and a stream whose cut waits for a call (STOP_AFTER on the finish)."""
+    config = {"mode": "cut", "on_rescue_cap": "raise"}
+    _, first = run(loop_chunks(), session=mode_session, config={"mode": "cut"})
+    assert first.stopped and not first.cancelled
+    return tool_stream(after="finish"), config
+
+
+def test_the_hosts_exception_in_a_with_block_is_never_replaced() -> None:
+    session = Session()
+    ts, config = _cancel_at_stop_after(session)
+    with pytest.raises(HostError):
+        with guard_stream(iter(ts.chunks), session=session, config=config) as stream:
+            for chunk in stream:
+                if chunk is ts.chunks[-1]:  # the chunk the guard stops after
+                    raise HostError("the host failed on this chunk")
+    assert stream.outcome.stopped and stream.outcome.cancelled
+    # control: without the host's error the same close raises LoopGuardCancelled
+    session = Session()
+    ts, config = _cancel_at_stop_after(session)
+    with pytest.raises(LoopGuardCancelled):
+        with guard_stream(iter(ts.chunks), session=session, config=config) as stream:
+            for chunk in stream:
+                if chunk is ts.chunks[-1]:
+                    break
+
+
+def test_the_hosts_exception_in_an_async_with_block_is_never_replaced() -> None:
+    async def main(fail: bool) -> StreamOutcome:
+        session = Session()
+        ts, config = _cancel_at_stop_after(session)
+        async with aguard_stream(_agen(ts.chunks), session=session, config=config) as stream:
+            async for chunk in stream:
+                if chunk is ts.chunks[-1]:
+                    if fail:
+                        raise HostError("the host failed on this chunk")
+                    break
+        return stream.outcome
+
+    with pytest.raises(HostError):
+        asyncio.run(main(True))
+    with pytest.raises(LoopGuardCancelled) as info:
+        asyncio.run(main(False))
+    assert info.value.outcome.cancelled and info.value.outcome.stopped
+
+
+def test_host_exceptions_pass_a_with_block_unchanged_without_a_cancel() -> None:
+    error = HostError("boom")
+    with pytest.raises(HostError) as info:
+        with guard_stream(iter(normal_chunks())) as stream:
+            for _ in stream:
+                raise error
+    assert info.value is error and not stream.outcome.stopped
+
+
+# ------------------------------------------------------------------ (p) StreamConfig
+
+
+def test_stream_config_key_in_two_spellings_is_an_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        StreamConfig.from_mapping({"retryTemperature": 0.5, "retry_temperature": 0.5})
+    assert info.value.key == "retry_temperature"
+    with pytest.raises(ConfigError):
+        StreamConfig.from_mapping({"max_consecutive_rescues": 2, "maxConsecutiveRescues": 3})
+    assert StreamConfig.from_mapping({"retryTemperature": 0.5, "maxConsecutiveRescues": 2}) == StreamConfig(
+        retry_temperature=0.5, max_consecutive_rescues=2)
+
+
+@pytest.mark.parametrize("effort", ("  ", " low", "low ", "", "\tlow", 5))
+def test_stream_config_retry_reasoning_effort_must_be_a_word(effort: Any) -> None:
+    with pytest.raises(ConfigError) as info:
+        StreamConfig(retry_reasoning_effort=effort)
+    assert info.value.key == "retry_reasoning_effort"
+    with pytest.raises(ConfigError):
+        StreamConfig.from_mapping({"retryReasoningEffort": effort})
+
+
+@pytest.mark.parametrize("effort", ("low", "medium", "high", None))
+def test_stream_config_retry_reasoning_effort_accepted(effort: str | None) -> None:
+    assert StreamConfig(retry_reasoning_effort=effort).retry_settings() == (
+        {"temperature": 1.0, "reasoning_effort": effort} if effort else {"temperature": 1.0})

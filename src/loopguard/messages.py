@@ -7,7 +7,8 @@ before it leaves this module.  Arguments appear only as a preview capped at
 ``arguments_preview_chars`` (SPEC §5.2), results only as a capped summary.
 
 ``language="auto"`` picks Chinese when the sample text (the tool result or
-the arguments preview) holds more CJK characters than Latin letters.
+the arguments preview) holds more Han characters than Latin letters and than
+kana and hangul (Japanese and Korean text get English).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = ["SOURCE", "LANGUAGES", "pick_language", "render", "arguments_preview"
 
 #: The tag every intervention carries (``Intervention.source``) and starts with.
 SOURCE = "loopguard"
+#: How every text starts.
+SOURCE_TAG = "[loopguard]"
 LANGUAGES = ("auto", "en", "zh")
 _TOOL_CHARS = 100  # tool names longer than this are cut in texts
 
@@ -220,14 +223,15 @@ TEMPLATES: dict[str, dict[str, str]] = {
 }
 
 
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
+_KANA_HANGUL = re.compile("[\u3040-\u30ff\u1100-\u11ff\uac00-\ud7af]")
 _NOT_LETTER = bytes(c for c in range(128) if not chr(c).isalpha())
 
 
 def pick_language(language: str, sample: str = "") -> str:
     """``"en"`` or ``"zh"``: ``language`` itself unless it is ``"auto"``; then
-    ``"zh"`` when the first 2000 characters of ``sample`` hold more CJK characters
-    (kana, hangul and han) than ASCII letters.
+    ``"zh"`` when the first 2000 characters of ``sample`` hold more Han
+    characters than ASCII letters and than kana and hangul together.
 
     >>> pick_language("auto", "找到 3 处匹配"), pick_language("auto", "3 matches"), pick_language("zh")
     ('zh', 'en', 'zh')
@@ -235,11 +239,12 @@ def pick_language(language: str, sample: str = "") -> str:
     if language != "auto":
         return language
     sample = sample[:2000]
-    cjk = len(_CJK.findall(sample))
-    if not cjk:
+    han = len(_HAN.findall(sample))
+    if not han:
         return "en"
     latin = len(sample.encode("ascii", "ignore").translate(None, _NOT_LETTER))
-    return "zh" if cjk > latin else "en"
+    other = len(_KANA_HANGUL.findall(sample))  # Japanese or Korean text: English serves better than Chinese
+    return "zh" if han > latin and han > other else "en"
 
 
 def render(template: str, language: str, **fields: Any) -> str:

@@ -368,6 +368,7 @@ class Session:
         self._samples: dict[str, str] = {}
         self._stall_streak = 0  # seed 003: reasoning-only attempts in a row
         self._nudges = 0
+        self._live_stream: Any = None  # the StreamGuard feeding this session (loopguard.stream)
         self._rescues = 0  # seed 003: consecutive rescues (loopguard.stream)
         self._progress_noted = float("-inf")  # the guard's clock at the last progress note from feed()
         self._retry_left = 0  # requests that still use the retry settings
@@ -445,6 +446,7 @@ class Session:
         self._turn += 1
         self._turn_open = True
         self._attempt = 0
+        self._rescues = self._retry_left = 0  # a new user message: the rescue budget starts again
         self._turn_reasoning = 0
         self._turn_text = False
         self._samples = {}
@@ -551,7 +553,10 @@ class Session:
         if self._kept + n > MAX_ATTEMPT_CHARS:
             self._overflow_now("text")
             return
-        self._chunks[channel].append(delta)
+        parts = self._chunks[channel]
+        parts.append(delta)
+        if len(parts) >= 512:  # one string per 512 deltas keeps memory near 1 byte per character
+            parts[:] = ["".join(parts)]
         self._kept += n
 
     def _overflow_now(self, what: str) -> None:

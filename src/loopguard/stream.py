@@ -24,10 +24,11 @@ Policy (``StreamConfig``; seed 003 keys):
   ``fuse_hits_before_action``-th) and the loop pruned from the outcome;
   ``mode="rescue"`` (default) — the same, and the outcome says the host
   should resume (:func:`loopguard.integrations.openai.resume_messages`).
-* **Open tool call** (003): while a tool call is open the cut is deferred;
-  it happens when the call closes (``STOP_AFTER``: the call is passed on
-  whole) or, if another call or text starts first, before that chunk
-  (``STOP_BEFORE``).  A half call is never in the outcome.
+* **Open tool call** (003): while a tool call is open the cut is deferred
+  until every open call closes (``STOP_AFTER``: the closing chunk is passed
+  on and the calls are whole); text and calls that arrive meanwhile are
+  passed on and recorded (not analysed).  A stream that ends first is pruned
+  without resume.  A half call is never in the outcome.
 * **Prune**: the cut channel keeps ``original[:cut]`` (``cut`` from the
   detection, code points) plus, with ``marker=True``, one line
   ``〔N chars of repeated reasoning removed〕`` (``text`` for the answer;
@@ -152,8 +153,8 @@ class StreamConfig:
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 2):
             raise ConfigError("retry_temperature", t, "None or a number from 0 to 2", owner="StreamConfig")
         effort = self.retry_reasoning_effort
-        if effort is not None and (not isinstance(effort, str) or not effort):
-            raise ConfigError("retry_reasoning_effort", effort, "None or a non-empty string", owner="StreamConfig")
+        if effort is not None and (not isinstance(effort, str) or not effort.strip() or effort != effort.strip()):
+            raise ConfigError("retry_reasoning_effort", effort, "None or a word such as 'low'", owner="StreamConfig")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> StreamConfig:
@@ -169,6 +170,9 @@ class StreamConfig:
             name = re.sub(r"(?<!^)(?=[A-Z])", "_", str(key)).lower()
             if name not in known:
                 raise ConfigError(str(key), value, "a known key (see StreamConfig's docstring)", owner="StreamConfig")
+            if name in values:
+                raise ConfigError(str(key), value, "given once (it is given twice, in two spellings)",
+                                  owner="StreamConfig")
             values[name] = value
         return cls(**values)
 
@@ -234,7 +238,10 @@ class StreamOutcome:
         would have), else ``None``.
     cut : int | None
         Offset (code points) in ``channel``'s original text where it was
-        pruned; ``None`` when nothing was cut.
+        pruned; ``None`` when nothing was pruned.  A stream that ended by
+        itself before the guard could stop it (the loop confirmed only at the
+        final checkpoint, or a cut deferred for a tool call that the end of
+        the stream completed) is pruned with ``stopped=False``.
     channel : str | None
         ``"reasoning"`` or ``"text"``: the channel that was cut.
     kept_reasoning, kept_text : str
@@ -245,7 +252,8 @@ class StreamOutcome:
     stopped : bool
         The guard cut this attempt.
     should_resume : bool
-        ``mode="rescue"``, stopped, and under ``max_consecutive_rescues``.
+        ``mode="rescue"``, stopped, no tool call completed (a completed call is
+        progress: run it instead), and under ``max_consecutive_rescues``.
     cancelled : bool
         Stopped past the rescue cap: the host should not resume.
     removed : int
@@ -382,8 +390,18 @@ class StreamGuard:
         self._outcome: StreamOutcome | None = None
         self._broken: str | None = None
         self._finish_reason: str | None = None
-        self.retry = session._take_retry()  # this request uses the retry settings
-        session.start_attempt()
+        self._orphan = False  # another stream started on the session: record only
+        previous = session._live_stream
+        if previous is not None and previous._outcome is None:
+            logger.warning("a new stream started on session %r while another is live: the older one is no "
+                           "longer watched (use one Session per concurrent stream)", session.session_id)
+            previous._orphan = True
+        session._live_stream = self
+        try:
+            session.start_attempt()
+        except Exception as exc:  # noqa: BLE001 - e.g. another thread feeding the session's detectors
+            self._broken = f"{type(exc).__name__}: {exc}"[:200]
+            logger.error("loopguard could not start the attempt; this stream is not watched", exc_info=True)
 
     # ------------------------------------------------------------- helpers
 
@@ -435,11 +453,14 @@ class StreamGuard:
             return Action.CONTINUE
         if not delta:
             return Action.CONTINUE
-        if self._pending:  # the open call has been left: never stream past a deferred cut
+        if self._pending and not self._open_calls():  # after a deferred cut: never stream on
             self._stopped = True
             return Action.STOP_BEFORE
-        self._texts[channel].append(delta)
-        if self._broken is not None:
+        parts = self._texts[channel]
+        parts.append(delta)
+        if len(parts) >= 512:  # one string per 512 deltas: ~1 byte per character, not ~16
+            parts[:] = ["".join(parts)]
+        if self._broken is not None or self._orphan or self._pending:
             return Action.CONTINUE
         return self._on_verdict(self.session.feed(delta, channel))
 
@@ -450,7 +471,7 @@ class StreamGuard:
     def _tool_start(self, key: Any, id: Any, name: Any) -> Action:
         if key in self._calls:
             return self._tool_update(key, id, name)
-        if self._pending:  # a new call after a deferred cut: stop before it
+        if self._pending and not self._open_calls():  # a new call after the deferred cut happened
             self._stopped = True
             return Action.STOP_BEFORE
         call = self._calls[key] = _Call(key)
@@ -488,7 +509,7 @@ class StreamGuard:
     def _tool_end(self, key: Any, arguments: Any, name: Any) -> Action:
         call = self._calls.get(key)
         if call is None:
-            if self._pending:
+            if self._pending and not self._open_calls():  # the deferred cut has happened already
                 self._stopped = True
                 return Action.STOP_BEFORE
             call = self._calls[key] = _Call(key)
@@ -499,7 +520,7 @@ class StreamGuard:
             call.name = name
         if call.open:
             call.open = False
-            if self._broken is None:
+            if self._broken is None and not self._orphan:
                 self.session.note_tool_call(call.name or "?", "".join(call.parts))
         if self._pending and not self._open_calls():
             self._stopped = True
@@ -551,14 +572,17 @@ class StreamGuard:
         return self._outcome if self._outcome is not None else self._snapshot()
 
     def _snapshot(self) -> StreamOutcome:
+        verdict = self._verdict
         return StreamOutcome(kept_reasoning="".join(self._texts["reasoning"]), kept_text="".join(self._texts["text"]),
-                             tool_calls=self._complete_calls(), mode=self.config.mode)
+                             tool_calls=self._complete_calls(), mode=self.config.mode, verdict=verdict,
+                             detection=verdict.detection if verdict is not None else None,
+                             finish_reason=self._finish_reason, guard_error=self._broken)
 
     def _complete_calls(self) -> tuple[StreamToolCall, ...]:
         return tuple(
             StreamToolCall(c.key, c.id, c.name, "".join(c.parts))
             for c in (self._calls[k] for k in self._order)
-            if not c.open
+            if not c.open and (c.name or c.parts or c.id)  # a fragment that named nothing is no call
         )
 
     def _build(self, finish_reason: str | None, error: BaseException | None) -> StreamOutcome:
@@ -571,23 +595,31 @@ class StreamGuard:
 
     def _build_unsafe(self, finish_reason: str | None, error: BaseException | None) -> StreamOutcome:
         session, cfg = self.session, self.config
+        watched = self._broken is None and not self._orphan
+        # ``prune``: the loop goes out of what is stored.  A stream the guard stopped (``stopped``)
+        # may be resumed; one that ended by itself first (the loop confirmed only at the final
+        # checkpoint, or a deferred cut still waiting for its tool call) is pruned, never resumed:
+        # its answer and calls are complete.
+        prune = self._stopped
         if self._pending and not self._stopped:
-            # the stream ended with the deferred cut still waiting: the calls are complete now
             self.close_open_calls()
-            self._stopped = True
-        end = session.end_attempt() if self._broken is None else None
+            self._stopped = False
+            prune = True
+        end = session.end_attempt() if watched else None
         if self._verdict is None and end is not None and end.stop and error is None:
-            self._verdict = end  # the detectors' last checkpoint (finish) called for action
-            if cfg.mode != "observe":
-                self._stopped = True
+            self._verdict = end  # the detectors' last checkpoint called for action
+            prune = cfg.mode != "observe"
+        if session._live_stream is self:
+            session._live_stream = None
         texts = {ch: "".join(parts) for ch, parts in self._texts.items()}
         verdict = self._verdict
         detection = verdict.detection if verdict is not None else None
         notice = end if end is not None and not end.stop and end.kind is not None else None
-        base = dict(tool_calls=self._complete_calls(), finish_reason=finish_reason, upstream_error=error,
+        calls = self._complete_calls()
+        base = dict(tool_calls=calls, finish_reason=finish_reason, upstream_error=error,
                     guard_error=self._broken, mode=cfg.mode, verdict=verdict, detection=detection, notice=notice)
-        if not self._stopped or verdict is None or detection is None:
-            if error is None and self._broken is None and not self._stopped:
+        if not prune or verdict is None or detection is None:
+            if error is None and watched and not self._stopped:
                 session._record_completion()
             return StreamOutcome(kept_reasoning=texts["reasoning"], kept_text=texts["text"],
                                  rescues=session.consecutive_rescues, **base)  # type: ignore[arg-type]
@@ -605,16 +637,20 @@ class StreamGuard:
                 marker = "\n" + marker
         texts[channel] = kept + marker
         # in rescue mode the rescue cap decides when to give up on a looping stream (a ③ strikes
-        # cancel from the text loop is still counted by the guard, but does not pre-empt the cap)
-        resume = cfg.mode == "rescue"
-        cancelled = not resume and verdict.action == "cancel"
+        # cancel from the text loop is still counted by the guard, but does not pre-empt the cap);
+        # completed tool calls are progress: the host runs them instead of resuming
+        stopped = self._stopped
+        resume = cfg.mode == "rescue" and stopped and not calls
+        cancelled = stopped and cfg.mode != "rescue" and verdict.action == "cancel"
         if resume and session.consecutive_rescues >= cfg.max_consecutive_rescues:
             resume, cancelled = False, True
             logger.warning("loop again after %d rescue(s) in a row: cut without resume", session.consecutive_rescues)
         if resume:
             session._record_rescue(cfg.retry_requests)
+        elif not stopped and error is None and watched:
+            session._record_completion()
         logger.warning("stream cut: %s loop on %s at %d, %d chars pruned%s", detection.kind, channel, detection.position,
                        removed, " (resume)" if resume else "")
         return StreamOutcome(cut=cut, channel=channel, kept_reasoning=texts["reasoning"], kept_text=texts["text"],
-                             stopped=True, should_resume=resume, cancelled=cancelled, removed=removed, marker=marker,
+                             stopped=stopped, should_resume=resume, cancelled=cancelled, removed=removed, marker=marker,
                              rescues=session.consecutive_rescues, **base)  # type: ignore[arg-type]

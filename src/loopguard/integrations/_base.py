@@ -176,12 +176,28 @@ class GuardedStream(_Guarded[T], Iterator[T]):
     def __enter__(self) -> GuardedStream[T]:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            self.close()
+        except LoopGuardCancelled:
+            if exc_type is None:
+                raise
+            logger.info("rescue cap reached while the host's own exception propagates; not replacing it")
 
 
 class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
-    """The ``async for`` twin of :class:`GuardedStream` (closes with ``await stream.close()``)."""
+    """The ``async for`` twin of :class:`GuardedStream` (closes with ``await stream.close()``).
+
+    Raises ``TypeError`` at construction for an upstream that is not async
+    iterable (use the sync ``guard_stream`` for those).
+    """
+
+    def __init__(self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None,
+                 session: Session | None) -> None:
+        if not hasattr(stream, "__aiter__"):
+            raise TypeError(f"an async stream needs an async iterable upstream, not {type(stream).__name__} "
+                            "(use the sync guard_stream for that)")
+        super().__init__(stream, apply, config=config, session=session)
 
     def __aiter__(self) -> AsyncGuardedStream[T]:
         return self
@@ -224,5 +240,10 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
     async def __aenter__(self) -> AsyncGuardedStream[T]:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            await self.close()
+        except LoopGuardCancelled:
+            if exc_type is None:
+                raise
+            logger.info("rescue cap reached while the host's own exception propagates; not replacing it")

@@ -5,8 +5,9 @@ version), LiteLLM's, or plain dicts all work; ``openai`` is never imported
 here.  Chat Completions chunks: ``choices[0].delta.content`` → text;
 ``delta.reasoning_content`` (DeepSeek, SGLang, LiteLLM) or
 ``delta.reasoning`` (vLLM, OpenRouter, Ollama) → reasoning (the first that is
-a non-empty ``str``); ``delta.tool_calls[*]`` fragments by ``index`` (a new
-index closes the previous calls; ``finish_reason`` closes all).  Only choice
+a non-empty ``str``); ``delta.tool_calls[*]`` fragments by ``index``, complete
+at ``finish_reason`` or the end of the stream (fragments of parallel calls may
+interleave, so a cut found while calls stream waits for that point).  Only choice
 0 is guarded (``n > 1`` streams pass their other choices through).
 
 >>> chunks = [{"choices": [{"index": 0, "delta": {"reasoning_content": "Wait, recheck the sum. "}}]}] * 60
@@ -90,10 +91,8 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
                     if isinstance(key, bool) or not isinstance(key, int):
                         continue
                     fn = field(call, "function")
-                    if key not in guard._calls:  # a new call: the previous ones are complete
-                        action = guard.close_open_calls()
-                        if action.stop:
-                            return Action.STOP_BEFORE  # this chunk starts another call: not passed on
+                    # fragments of parallel calls may interleave: a call is complete only at
+                    # finish_reason (or the end of the stream), never because another index began
                     action = guard.tool_args(key, field(fn, "arguments"), id=field(call, "id"),
                                              name=field(fn, "name"))
                     if action.stop:
@@ -152,9 +151,13 @@ class ResumeRequest:
     Attributes
     ----------
     messages : list[dict]
-        The caller's messages, then the pruned assistant message (when it
-        kept any answer text besides the marker; never the loop), then a
-        short corrective user message tagged ``[loopguard]``.
+        The caller's messages (copied), then the pruned assistant message
+        (when it kept any answer text besides the marker; never the loop
+        after the cut), then a short corrective note tagged ``[loopguard]``:
+        a new user message after the assistant message, or, when there is no
+        assistant message to add (a reasoning loop), appended to the last
+        user message so that roles keep alternating (an earlier loopguard
+        note there is replaced, not stacked).
     settings : dict
         ``temperature`` / ``reasoning_effort`` from ``retry_temperature`` /
         ``retry_reasoning_effort`` (empty when ``retry_requests`` is 0).
@@ -212,9 +215,27 @@ def resume_messages(messages: Sequence[Mapping[str, Any]], outcome: StreamOutcom
     lang = _messages.pick_language(cfg.language, outcome.kept_text or outcome.kept_reasoning)
     note = _messages.render("resume", lang, channel="reasoning" if channel == "reasoning" else "answer",
                             channel_zh="推理" if channel == "reasoning" else "回答", count=outcome.removed)
-    out.append({"role": "user", "content": note})
+    last = out[-1] if out else None
+    if isinstance(last, dict) and last.get("role") == "user":
+        # no assistant turn to add: keep roles alternating (strict chat templates reject two user
+        # turns) by adding the note to the last user message, replacing an earlier loopguard note
+        content = last.get("content")
+        if isinstance(content, str):
+            head = content.split(_NOTE_SEPARATOR + _messages.SOURCE_TAG, 1)[0]
+            last["content"] = (head + _NOTE_SEPARATOR if head else "") + note
+        elif isinstance(content, list):
+            parts = [p for p in content if not (isinstance(p, dict) and str(p.get("text", "")).startswith(
+                _messages.SOURCE_TAG))]
+            last["content"] = [*parts, {"type": "text", "text": note}]
+        else:
+            out.append({"role": "user", "content": note})
+    else:
+        out.append({"role": "user", "content": note})
     settings = cfg.retry_settings() if cfg.retry_requests > 0 else {}
     return ResumeRequest(out, settings)
+
+
+_NOTE_SEPARATOR = "\n\n"
 
 
 @dataclass(frozen=True)
@@ -261,7 +282,8 @@ def create_with_rescue(client: Any, *, config: StreamConfig | Mapping[str, Any] 
 
     Each cut closes the HTTP response, builds :func:`resume_messages` and sends
     the next request with the retry settings (for ``retry_requests``
-    requests); a normal completion ends it.  Past ``max_consecutive_rescues``
+    requests; a request the server refuses with HTTP 400/422 because of them
+    is sent once more without them); a normal completion ends it.  Past ``max_consecutive_rescues``
     the result has ``cancelled=True`` (or :class:`LoopGuardCancelled` is raised
     with ``on_rescue_cap="raise"``).
 
@@ -274,8 +296,14 @@ def create_with_rescue(client: Any, *, config: StreamConfig | Mapping[str, Any] 
     messages, session = _prepare(kwargs, session)
     outcomes: list[StreamOutcome] = []
     while True:
-        settings = cfg.retry_settings() if session.retry_requests_left > 0 else {}
-        stream = client.chat.completions.create(messages=messages, **{**kwargs, **settings})
+        settings = cfg.retry_settings() if session._take_retry() else {}
+        try:
+            stream = client.chat.completions.create(messages=messages, **{**kwargs, **settings})
+        except Exception as exc:
+            if not settings or not _rejected(exc):
+                raise
+            _log_dropped(settings, exc)  # a server that does not take temperature/reasoning_effort
+            stream = client.chat.completions.create(messages=messages, **kwargs)
         with guard_stream(stream, config=cfg, session=session) as guarded:
             for _ in guarded:
                 pass
@@ -293,8 +321,14 @@ async def acreate_with_rescue(client: Any, *, config: StreamConfig | Mapping[str
     messages, session = _prepare(kwargs, session)
     outcomes: list[StreamOutcome] = []
     while True:
-        settings = cfg.retry_settings() if session.retry_requests_left > 0 else {}
-        stream = await client.chat.completions.create(messages=messages, **{**kwargs, **settings})
+        settings = cfg.retry_settings() if session._take_retry() else {}
+        try:
+            stream = await client.chat.completions.create(messages=messages, **{**kwargs, **settings})
+        except Exception as exc:
+            if not settings or not _rejected(exc):
+                raise
+            _log_dropped(settings, exc)
+            stream = await client.chat.completions.create(messages=messages, **kwargs)
         async with aguard_stream(stream, config=cfg, session=session) as guarded:
             async for _ in guarded:
                 pass
@@ -303,6 +337,22 @@ async def acreate_with_rescue(client: Any, *, config: StreamConfig | Mapping[str
         if not outcome.should_resume:
             return _result(outcome, outcomes, messages)
         messages = resume_messages(messages, outcome, config=cfg).messages
+
+
+def _rejected(exc: BaseException) -> bool:
+    """A request refused as invalid (HTTP 400/422): e.g. a model that takes no ``reasoning_effort``."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status in (400, 422)
+
+
+def _log_dropped(settings: Mapping[str, Any], exc: BaseException) -> None:
+    import logging
+
+    logging.getLogger("loopguard.integrations").warning(
+        "the resume request was refused with the retry settings %s (%s); sent again without them",
+        sorted(settings), type(exc).__name__)
 
 
 def _result(outcome: StreamOutcome, outcomes: list[StreamOutcome], messages: list[Any]) -> RescueResult:
