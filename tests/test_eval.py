@@ -246,6 +246,9 @@ def test_human_output_is_plain_in_a_pipe(capsys: pytest.CaptureFixture[str], tex
         "  false positives 1/2 = 50.0%",
         "  latency median 607, max 607 code points",
         "  first detector: cycle 4",
+        # cycle alone: the one caught case (latency 607), the early one and the false positive
+        "  each detector alone: caught / false positives / median latency",
+        "    cycle  1 / 2 / 607",
         "tool calls (default ToolGuard): no cases",
     ]
 
@@ -448,6 +451,10 @@ def test_shared_text_summary_lines_fuse() -> None:
         "  false positives 1/17 = 5.9%",
         "  latency median 1737, max 1931 code points",
         "  first detector: lowdiv_tail 7, exact_tail 5, lowdiv_sliding 2",
+        "  each detector alone: caught / false positives / median latency",
+        "    exact_tail      8 / 0 / 1898.5",
+        "    lowdiv_sliding  5 / 1 / 1524",
+        "    lowdiv_tail     10 / 1 / 1717.5",
         "tool calls (default ToolGuard): no cases",
     ]
 

@@ -617,6 +617,52 @@ def summarize(results: Iterable[CaseResult], kind: str) -> dict[str, Any]:
     }
 
 
+def _outcome_of(case: Case, events: Sequence[Event], check_every: int) -> tuple[str, Event | None]:
+    """The outcome of ``case`` if only ``events`` had happened."""
+    if case.kind == "text":
+        first = events[0] if events else None
+        outcome = classify_text(case.verdict, None if first is None else first.at, loop_start=case.loop_start,
+                                first_repeat=case.first_repeat, loop_end=case.loop_end, check_every=check_every)
+        return outcome, first
+    return classify_tool(case.verdict, events, loop_start_call=case.loop_start_call, fire_by_call=case.fire_by_call)
+
+
+def by_detector(results: Iterable[CaseResult], kind: str, *, check_every: int = 200) -> dict[str, dict[str, Any]]:
+    """Each detector on its own, as it fired in this run (issue: detection quality).
+
+    For every detector that fired on a ``kind`` case, the case is classified
+    again from that detector's events only (:func:`classify_text` /
+    :func:`classify_tool`): what it would have caught alone, where it alone
+    would have fired on a legitimate case, and how fast.
+
+    Returns
+    -------
+    dict
+        ``{detector: {"caught", "false_positives", "median_latency"}}``,
+        detectors sorted by name; latency in code points (text) or calls
+        (tool) after ``first_repeat`` / ``loop_start_call``.
+    """
+    stats: dict[str, dict[str, Any]] = {}
+    latencies: dict[str, list[int]] = {}
+    for r in results:
+        if r.case.kind != kind:
+            continue
+        for name in sorted({e.detector for e in r.events if e.detector}):
+            mine = [e for e in r.events if e.detector == name]
+            outcome, event = _outcome_of(r.case, mine, check_every)
+            entry = stats.setdefault(name, {"caught": 0, "false_positives": 0, "median_latency": None})
+            if outcome == "caught" and event is not None:
+                entry["caught"] += 1
+                base = r.case.first_repeat if kind == "text" else r.case.loop_start_call
+                if base is not None:
+                    latencies.setdefault(name, []).append(event.at - base)
+            elif outcome in ("false_positive", "early"):
+                entry["false_positives"] += 1
+    for name, values in latencies.items():
+        stats[name]["median_latency"] = _number(statistics.median(values))
+    return dict(sorted(stats.items()))
+
+
 @dataclass(frozen=True)
 class EvalReport:
     """The results of one evaluation run.
@@ -636,12 +682,18 @@ class EvalReport:
         """``{"text": summarize(..., "text"), "tool_calls": summarize(..., "tool_calls")}``."""
         return {kind: summarize(self.results, kind) for kind in KINDS}
 
+    def by_detector(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{"text": by_detector(..., "text"), "tool_calls": by_detector(..., "tool_calls")}``."""
+        return {kind: by_detector(self.results, kind) for kind in KINDS}
+
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` object: ``{"profile", "cases": [...], "summary": {"text", "tool_calls"}}``."""
+        """The ``--json`` object: ``{"profile", "cases": [...], "summary": {"text", "tool_calls"},
+        "by_detector": {"text": {...}, "tool_calls": {...}}}`` (the last beyond SPEC §9)."""
         return {
             "profile": self.profile,
             "cases": [r.to_dict() for r in self.results],
             "summary": self.summary(),
+            "by_detector": self.by_detector(),
         }
 
 
@@ -720,6 +772,10 @@ def format_summary(report: EvalReport) -> list[str]:
           false positives 1/17 = 5.9%
           latency median 1737, max 1931 code points
           first detector: lowdiv_tail 7, exact_tail 5, lowdiv_sliding 2
+          each detector alone: caught / false positives / median latency
+            exact_tail      8 / 0 / 1898.5
+            lowdiv_sliding  5 / 1 / 1524
+            lowdiv_tail     10 / 1 / 1717.5
 
     Tool cases add ``notices on not-loop cases: N`` (notices are allowed
     there); a kind without cases is one line ``... : no cases``.
@@ -752,6 +808,14 @@ def format_summary(report: EvalReport) -> list[str]:
         if kind == "tool_calls":
             notices = sum(r.notices for r in mine if r.case.verdict != "loop")
             lines.append(f"  notices on not-loop cases: {notices}")
+        alone = by_detector(mine, kind)
+        if alone:
+            lines.append("  each detector alone: caught / false positives / median latency")
+            width = max(len(name) for name in alone)
+            lines += [
+                f"    {name.ljust(width)}  {d['caught']} / {d['false_positives']} / {_cell(d['median_latency'])}"
+                for name, d in alone.items()
+            ]
     return lines
 
 
