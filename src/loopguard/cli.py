@@ -393,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     evaluate.add_argument("dir", metavar="DIR", help="the case folder, holding index.json and the case files")
-    evaluate.add_argument("--json", action="store_true", help="print one JSON object: profile, cases, summary")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object: profile, cases, summary, by_detector")
     evaluate.add_argument(
         "--profile",
         default="default",
