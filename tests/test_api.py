@@ -351,3 +351,31 @@ def test_reference_also_refuses_a_second_feeder() -> None:
     release.set()
     worker.join()
     assert stream.length == 2
+
+
+def test_the_default_profile_tunes_ngram_and_the_seed_profiles_do_not() -> None:
+    """SPEC §2.7: only ``default`` is tuned (ngram 40, see config.PROFILE_OVERRIDES); the seeds keep 24."""
+    from loopguard.config import PROFILE_OVERRIDES
+
+    assert PROFILE_OVERRIDES == {"default": {"ngram": 40}}
+    assert (TextConfig("default").ngram, TextConfig("fuse").ngram, TextConfig("rescue").ngram) == (40, 24, 24)
+    assert TextConfig("default", ngram=24).ngram == 24  # an explicit key wins
+    assert TextConfig("default").replace(profile="fuse").ngram == 24  # the old profile's tuning does not travel
+    assert TextConfig("default", window=700).replace(profile="fuse").window == 700  # a key set by hand does
+    assert TextConfig("fuse").replace(profile="default").ngram == 40
+    assert repr(TextConfig("default")) == "TextConfig('default')"
+
+
+def test_ngram_40_spares_json_lines_that_ngram_24_flags() -> None:
+    """The reason for the tuning, on a hand-made JSON Lines text: 120 records with the same keys and
+    different values; the key boilerplate repeats 24-grams (L fires), not 40-grams."""
+    import json as _json
+
+    events, users = ("view", "click", "purchase"), ("there", "when", "near", "ex", "lymi", "both", "kaz")
+    rows = "".join(
+        _json.dumps({"id": 159092 + i * 3, "event": events[i * 7 % 3], "user": users[i * 5 % 7], "ok": True,
+                     "ms": (i * 389) % 1100}) + "\n"
+        for i in range(60)
+    )
+    assert [d.kind for d in scan_text(rows, channel="reasoning", config=TextConfig("default", ngram=24))]
+    assert scan_text(rows, channel="reasoning", config=TextConfig("default")) == []
