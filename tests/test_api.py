@@ -354,11 +354,12 @@ def test_reference_also_refuses_a_second_feeder() -> None:
 
 
 def test_the_default_profile_tunes_ngram_and_the_seed_profiles_do_not() -> None:
-    """SPEC §2.7: only ``default`` is tuned (ngram 40, see config.PROFILE_OVERRIDES); the seeds keep 24."""
+    """SPEC §2.7: only ``default`` is tuned (config.PROFILE_OVERRIDES); the seed profiles keep the SPEC numbers."""
     from loopguard.config import PROFILE_OVERRIDES
 
-    assert PROFILE_OVERRIDES == {"default": {"ngram": 40}}
+    assert PROFILE_OVERRIDES == {"default": {"ngram": 40, "pool_skip_key_value": True}}
     assert (TextConfig("default").ngram, TextConfig("fuse").ngram, TextConfig("rescue").ngram) == (40, 24, 24)
+    assert [TextConfig(p).pool_skip_key_value for p in ("default", "fuse", "rescue")] == [True, False, False]
     assert TextConfig("default", ngram=24).ngram == 24  # an explicit key wins
     assert TextConfig("default").replace(profile="fuse").ngram == 24  # the old profile's tuning does not travel
     assert TextConfig("default", window=700).replace(profile="fuse").window == 700  # a key set by hand does

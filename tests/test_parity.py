@@ -66,7 +66,8 @@ TINY = TextConfig(
 
 ALPHABETS = {
     "ascii": st.sampled_from(
-        list("abcde fghij.!?,\n") + ["```", "~~~", "- ", "1. ", "| ", "> ", " " * 97, "\t" * 200]
+        list("abcde fghij.!?,\n:") + ["```", "~~~", "- ", "1. ", "| ", "> ", " " * 97, "\t" * 200]
+        + ["key: ", "a_b.c-d:", "\nx1: ", "_k:\n", "9a: ", "k :"]  # key: value data lines (P, default)
     ),
     "cjk": st.sampled_from(list("的一是不了人我在有他这。！？，\n") + ["```\n"]),
     "astral": st.sampled_from(["😀", "🎉", "𝔘", "𠀋", " ", ". ", "\n", "\ud800", "\x00"]),
@@ -195,3 +196,33 @@ def test_blank_run_of_a_million_is_safe() -> None:
     assert [(d["position"], d["cut"], d["evidence"]["phrases"]) for d in found] == [
         (1_000_200, 0, ["Wait.", "Now"])
     ]
+
+
+@pytest.mark.parametrize("skip", [False, True])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "job: a\n  action: keep\n  regex: (.*)\nTarget is up.\n" * 40,  # YAML: data lines
+        "Note: check it. Note: check it.\n" * 60,  # a label then prose: still a data line
+        "key:\nvalue. key:value. 9x: no. x.y-z_: yes\n" * 50,  # colon at the end, no blank, digits first
+        "- item: one.\n| a: b |\n> q: r\nplain: text\n" * 50,  # other line classes win
+    ],
+    ids=["yaml", "label", "edges", "classes"],
+)
+def test_parity_pool_skip_key_value(text: str, skip: bool) -> None:
+    """The ``key: value`` line class of P (``pool_skip_key_value``, on in ``default``) in both implementations."""
+    config = TextConfig("rescue", enabled=["P"], pool_skip_key_value=skip, pool_min_distinct=1)
+    reference = detect(text, config, "python", channel="reasoning")
+    assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=7)) == reference
+    assert detect(text, config, "cython", channel="reasoning") == reference
+
+
+def test_pool_skip_key_value_by_hand() -> None:
+    """Which lines are data lines, checked on the reference's line rule (SPEC §2.5 + default profile)."""
+    from loopcore._reference import _line_is_excluded
+
+    data = ["job: a", "  action: keep", "x.y-z_: v", "key:", "Note: check it", "\t_k: 1"]
+    prose = ["9a: v", "key:value", "k : v", "ok。 key: v", "e.g. this", "参数: 值"]
+    assert [_line_is_excluded(line, True) for line in data] == [True] * len(data)
+    assert [_line_is_excluded(line, True) for line in prose] == [False] * len(prose)
+    assert [_line_is_excluded(line, False) for line in data] == [False] * len(data)

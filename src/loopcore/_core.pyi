@@ -40,6 +40,7 @@ class ChannelStream:
         pool_min_occurrences: int,
         pool_min_distinct: int,
         pool_max_distinct: int,
+        pool_skip_key_value: bool,
     ) -> None: ...
     @property
     def length(self) -> int: ...

@@ -52,15 +52,17 @@ cdef enum:
     MAX_PHR = 8
     SCAN_BLOCK = 64
 
-# line classes for the phrase pool (SPEC §2.5)
+# line classes for the phrase pool (SPEC §2.5); the undecided ones come before LC_NORMAL
 cdef enum:
     LC_START = 0
     LC_BULLET = 1
     LC_DIGITS = 2
     LC_DPUNCT = 3
     LC_GT = 4
-    LC_NORMAL = 5
-    LC_EXCLUDED = 6
+    LC_KEY = 5  # an identifier at the line start: maybe ``key: value`` (pool_skip_key_value)
+    LC_KEYCOLON = 6  # ``key:`` read: a blank or the line end makes it a data line
+    LC_NORMAL = 7
+    LC_EXCLUDED = 8
 
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
@@ -221,7 +223,7 @@ cdef class ChannelStream:
     """
 
     # ---- config
-    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on
+    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv
     cdef Py_ssize_t check_every, min_chars, window, history, repeats
     cdef int64_t next_cp, next_win  # t lengths of the next checkpoint / S window
     cdef Py_ssize_t lowdiv_window, ngram, lowdiv_max_unique, lowdiv_min_repeat
@@ -361,6 +363,7 @@ cdef class ChannelStream:
         self.pool_min_occ = params["pool_min_occurrences"]
         self.pool_min_d = params["pool_min_distinct"]
         self.pool_max_d = params["pool_max_distinct"]
+        self.p_kv = params["pool_skip_key_value"]
         self._allocate()
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
@@ -869,6 +872,8 @@ cdef class ChannelStream:
             if c == 32 or c == 9:
                 return
         if c == 10:
+            if st == LC_KEYCOLON:
+                self.s_line = LC_EXCLUDED  # ``key:`` at the end of the line
             self._complete_sentence()
             self.s_line = LC_START
             self.s_digits = 0
@@ -887,8 +892,19 @@ cdef class ChannelStream:
                 self.s_line = LC_EXCLUDED
             elif c == 62:
                 self.s_line = LC_GT
+            elif self.p_kv and ((65 <= c <= 90) or (97 <= c <= 122) or c == 95):
+                self.s_line = LC_KEY
             else:
                 self.s_line = LC_NORMAL
+        elif st == LC_KEY:
+            if (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or c == 46 or c == 45:
+                pass
+            elif c == 58:
+                self.s_line = LC_KEYCOLON
+            else:
+                self.s_line = LC_NORMAL
+        elif st == LC_KEYCOLON:
+            self.s_line = LC_EXCLUDED if (c == 32 or c == 9) else LC_NORMAL
         elif st == LC_BULLET or st == LC_DPUNCT or st == LC_GT:
             self.s_line = LC_EXCLUDED if (c == 32 or c == 9) else LC_NORMAL
         elif st == LC_DIGITS:

@@ -61,12 +61,24 @@ _TABLE_RE = re.compile(r"[ \t]*\|")
 _QUOTE_RE = re.compile(r"[ \t]*>[ \t]")
 
 
-def _line_is_excluded(line: str) -> bool:
-    """True for list items, table rows and block quotes (SPEC §2.5)."""
-    return bool(_LIST_RE.match(line) or _TABLE_RE.match(line) or _QUOTE_RE.match(line))
+#: A ``key: value`` data line (YAML, HTTP headers, logs, config dumps): an ASCII identifier
+#: (letters, digits, ``_ . -``; not starting with a digit) at the start of the line, then ``:``
+#: and a blank or the end of the line.  Excluded from the phrase pool with ``pool_skip_key_value``.
+_KEY_VALUE_RE = re.compile(r"[ \t]*[A-Za-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
 
 
-def split_sentences(t: str) -> list[tuple[int, str]]:
+def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
+    """True for list items, table rows and block quotes (SPEC §2.5), and with
+    ``skip_key_value`` for ``key: value`` data lines (loopguard's ``default`` profile)."""
+    return bool(
+        _LIST_RE.match(line)
+        or _TABLE_RE.match(line)
+        or _QUOTE_RE.match(line)
+        or (skip_key_value and _KEY_VALUE_RE.match(line))
+    )
+
+
+def split_sentences(t: str, skip_key_value: bool = False) -> list[tuple[int, str]]:
     """Complete, counted sentences of ``t`` as ``(start, text)`` pairs.
 
     ``start`` is the offset in ``t`` of the first non-whitespace character;
@@ -75,14 +87,14 @@ def split_sentences(t: str) -> list[tuple[int, str]]:
     next character is whitespace, at every newline.  A trailing fragment with
     no boundary is not returned.  Sentences without any alphanumeric character
     (symbol/punctuation-only) and sentences on list, table or quote lines are
-    not counted.
+    not counted; with ``skip_key_value``, neither are ``key: value`` data lines.
     """
     out: list[tuple[int, str]] = []
     lines = t.split("\n")
     offset = 0
     for number, line in enumerate(lines):
         complete_line = number < len(lines) - 1
-        excluded = _line_is_excluded(line)
+        excluded = _line_is_excluded(line, skip_key_value)
         pieces: list[tuple[int, int]] = []
         begin = 0
         for i, ch in enumerate(line):
@@ -133,9 +145,9 @@ PARAMS = (
     "c_on", "cycle_min_period", "cycle_max_period", "cycle_min_copies", "cycle_min_chars",
     "cycle_scan_chars",
     "p_on", "pool_window", "pool_min_coverage", "pool_max_phrase_chars", "pool_min_occurrences",
-    "pool_min_distinct", "pool_max_distinct",
+    "pool_min_distinct", "pool_max_distinct", "pool_skip_key_value",
 )
-_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on"}
+_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value"}
 #: Integer parameters: (minimum, maximum).  The maxima bound memory per stream.
 INT_RANGES = {
     "check_every": (1, 1_000_000), "min_chars": (0, 1_000_000), "window": (1, 1_000_000),
@@ -222,6 +234,7 @@ class ChannelStream:
         self.pool_max_phrase_chars = params["pool_max_phrase_chars"]
         self.pool_min_occurrences = params["pool_min_occurrences"]
         self.pool_min_distinct, self.pool_max_distinct = params["pool_min_distinct"], params["pool_max_distinct"]
+        self.pool_skip_key_value = params["pool_skip_key_value"]
 
         self._t: list[str] = []  # the masked text, one character per item
         self._orig: list[int] = []  # original offset of each character of t
@@ -477,7 +490,7 @@ class ChannelStream:
         return None
 
     def _pool(self, t: str):
-        sentences = split_sentences(t)
+        sentences = split_sentences(t, self.pool_skip_key_value)
         size = self.pool_window
         if len(sentences) < size:
             return None
