@@ -41,7 +41,24 @@ PROFILES: dict[str, frozenset[str]] = {
 #: not sentences for P (as list, table and quote lines already are not): the YAML family of
 #: ``benchmarks/quality.py`` is flagged by P in 94 % of its texts with it off and 0 % with it on,
 #: and P catches the same labelled loops either way.
-PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {"default": {"ngram": 40, "pool_skip_key_value": True}}
+#: The phrase pool as "sentences recurring in the recent window" rather than 2–8 phrases of
+#: 48 characters seen 3 times: ``pool_min_occurrences`` 2, ``pool_max_distinct`` 16,
+#: ``pool_max_phrase_chars`` 64.  Model loops rotate more and longer sentences than the seed
+#: allows (case 011: 14 sentences in a random walk; R1-Distill ``tasks[352]``: a near-verbatim
+#: paragraph): with these, P catches both, the labelled cases go from 14 to 15 of 17 and the
+#: real loops from 13 to 14 of 14, the probe gains 2 loops, and no legitimate text anywhere
+#: fires more (the YAML case 023 would, without the data-line rule).  64 is the shortest phrase
+#: length that catches ``tasks[352]`` (48 and 56 do not); each character of it costs the pool
+#: 480 bytes of record text per channel.
+PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
+    "default": {
+        "ngram": 40,
+        "pool_skip_key_value": True,
+        "pool_min_occurrences": 2,
+        "pool_max_distinct": 16,
+        "pool_max_phrase_chars": 64,
+    }
+}
 
 _BIG = 1_000_000  # bound on windows and spans: keeps memory per channel bounded
 
@@ -125,9 +142,9 @@ class TextConfig:
     ``slide_min_repeat`` (3); C: ``cycle_min_period`` (16),
     ``cycle_max_period`` (4000), ``cycle_min_copies`` (3), ``cycle_min_chars``
     (600), ``cycle_scan_chars`` (12000); P: ``pool_window`` (30),
-    ``pool_min_coverage`` (0.75), ``pool_max_phrase_chars`` (48),
-    ``pool_min_occurrences`` (3), ``pool_min_distinct`` (2),
-    ``pool_max_distinct`` (8), ``pool_skip_key_value`` (False; True in
+    ``pool_min_coverage`` (0.75), ``pool_max_phrase_chars`` (48; 64 in
+    ``default``), ``pool_min_occurrences`` (3; 2), ``pool_min_distinct`` (2),
+    ``pool_max_distinct`` (8; 16), ``pool_skip_key_value`` (False; True in
     ``default``: ``key: value`` data lines are not phrases); ``skip_code_blocks``
     (True: fenced code is masked on the text channel), ``fuse_hits_before_action`` (2), ``watch``
     (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the profile's
