@@ -363,7 +363,9 @@ def test_the_default_profile_tunes_ngram_and_the_seed_profiles_do_not() -> None:
     from loopguard.config import PROFILE_OVERRIDES
 
     assert PROFILE_OVERRIDES == {"default": {"ngram": 40, "pool_skip_key_value": True, "pool_min_occurrences": 2,
-                                             "pool_max_distinct": 16, "pool_max_phrase_chars": 64}}
+                                             "pool_max_distinct": 16, "pool_max_phrase_chars": 64,
+                                             "lowdiv_max_data_share": 0.8}}
+    assert [TextConfig(p).lowdiv_max_data_share for p in ("default", "fuse", "rescue")] == [0.8, 1.0, 1.0]
     tuned = TextConfig("default")
     assert (tuned.pool_min_occurrences, tuned.pool_max_distinct, tuned.pool_max_phrase_chars) == (2, 16, 64)
     assert (TextConfig("rescue").pool_min_occurrences, TextConfig("rescue").pool_max_distinct) == (3, 8)

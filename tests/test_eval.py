@@ -418,8 +418,9 @@ SEED = {
     # profile: (caught of 17 text loops, missed files, not-loop files that fire)
     "fuse": (13, {"006", "008", "009", "011"}, {"033"}),
     "rescue": (10, {"004", "008", "009", "011", "012", "014", "016"}, set()),
-    # default (config.PROFILE_OVERRIDES): the two loops no detector here sees (symbol flood, noisy period 4)
-    "default": (15, {"008", "009"}, {"033"}),
+    # default (config.PROFILE_OVERRIDES): the two loops no detector here sees (symbol flood, noisy period 4);
+    # the hex dump 033 is a data run L and S hold back on
+    "default": (15, {"008", "009"}, set()),
 }
 
 

@@ -68,6 +68,7 @@ ALPHABETS = {
     "ascii": st.sampled_from(
         list("abcde fghij.!?,\n:") + ["```", "~~~", "- ", "1. ", "| ", "> ", " " * 97, "\t" * 200]
         + ["key: ", "a_b.c-d:", "\nx1: ", "_k:\n", "9a: ", "k :"]  # key: value data lines (P, default)
+        + ["0000 ", "00a0: ", "ff7e ", "9", "3 "]  # hex-dump data runs (L/S, default)
     ),
     "cjk": st.sampled_from(list("的一是不了人我在有他这。！？，\n") + ["```\n"]),
     "astral": st.sampled_from(["😀", "🎉", "𝔘", "𠀋", " ", ". ", "\n", "\ud800", "\x00"]),
@@ -226,3 +227,34 @@ def test_pool_skip_key_value_by_hand() -> None:
     assert [_line_is_excluded(line, True) for line in data] == [True] * len(data)
     assert [_line_is_excluded(line, True) for line in prose] == [False] * len(prose)
     assert [_line_is_excluded(line, False) for line in data] == [False] * len(data)
+
+
+DUMP = "".join(f"{i * 16:08x}: " + "0000 " * 8 + " ................\n" for i in range(200))
+
+
+@pytest.mark.parametrize("share", [1.0, 0.8, 0.5])
+@pytest.mark.parametrize(
+    "text",
+    [DUMP, "e" * 3000, "3 " * 1500, DUMP[:1500] + "Let me check the sum again. " * 80, "dead beef " * 300],
+    ids=["dump", "flood-e", "flood-3", "dump-then-loop", "hex-words"],
+)
+def test_parity_lowdiv_max_data_share(text: str, share: float) -> None:
+    """L and S hold back on data runs (``lowdiv_max_data_share``, 0.8 in ``default``), in both implementations."""
+    config = TextConfig("fuse", enabled=["L", "S"], lowdiv_max_data_share=share)
+    reference = detect(text, config, "python", channel="reasoning")
+    assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=3)) == reference
+    assert detect(text, config, "cython", channel="reasoning") == reference
+
+
+def test_data_runs_by_hand() -> None:
+    from loopcore._reference import data_share_exceeds
+
+    dump = "".join(f"{0x400 + 16 * i:08x}: 0000 0000 0000 0000 0000 0000 0000 0000  ................\n"
+                   for i in range(30))
+    assert data_share_exceeds(dump, 0.8)  # 100 % dump characters; the offsets make 13 different ones
+    assert not data_share_exceeds(dump, 1.0)  # off
+    same = "00000010: 0000 0000 0000 0000 0000 0000 0000 0000  ................\n" * 30
+    assert not data_share_exceeds(same, 0.8)  # one line again and again: 6 different, a loop
+    assert not data_share_exceeds("e" * 500, 0.8)  # one symbol: a flood, not data
+    assert not data_share_exceeds("dead beef " * 50, 0.8)  # 6 different: a flood of words
+    assert not data_share_exceeds("Let me check the sum again. " * 20, 0.8)  # prose is ~40 %

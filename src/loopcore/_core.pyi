@@ -22,6 +22,7 @@ class ChannelStream:
         ngram: int,
         lowdiv_max_unique: int,
         lowdiv_min_repeat: int,
+        lowdiv_max_data_share: float,
         s_on: bool,
         slide_window: int,
         slide_step: int,

@@ -64,6 +64,12 @@ cdef enum:
     LC_NORMAL = 7
     LC_EXCLUDED = 8
 
+# characters of hex/byte dumps (_reference.DATA_CHARS): hex digits, blanks, '.', ':'
+cdef bint DATA_CHAR[128]
+for _c in range(128):
+    DATA_CHAR[_c] = chr(_c) in _reference.DATA_CHARS
+cdef Py_ssize_t DATA_MIN_DISTINCT = _reference.DATA_MIN_DISTINCT
+
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
@@ -231,6 +237,7 @@ cdef class ChannelStream:
     cdef Py_ssize_t cmin_p, cmax_p, ccopies, cmin_chars, cscan, ck
     cdef Py_ssize_t pool_window, pool_maxlen, pool_min_occ, pool_min_d, pool_max_d
     cdef double pool_cov
+    cdef double data_share  # L/S hold back on data runs (lowdiv_max_data_share)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
     cdef int width
@@ -345,6 +352,7 @@ cdef class ChannelStream:
         self.ngram = params["ngram"]
         self.lowdiv_max_unique = params["lowdiv_max_unique"]
         self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
+        self.data_share = params["lowdiv_max_data_share"]
         self.s_on = params["s_on"]
         self.slide_window = params["slide_window"]
         self.slide_step = params["slide_step"]
@@ -1172,6 +1180,24 @@ cdef class ChannelStream:
         self.lg_valid = True
         return self.lg_max
 
+    cdef bint _data_run(self, int64_t lo, int64_t hi) noexcept nogil:
+        """Whether the share of hex-dump characters in ``t[lo:hi]`` exceeds ``data_share``."""
+        cdef Py_ssize_t count = 0, distinct = 0
+        cdef int64_t i
+        cdef cp_t c
+        cdef bint seen[128]
+        if self.data_share >= 1.0:
+            return False
+        memset(seen, 0, sizeof(seen))
+        for i in range(lo, hi):
+            c = self._at(<Py_ssize_t>(i - self.base))
+            if c < 128 and DATA_CHAR[c]:
+                count += 1
+                if not seen[c]:
+                    seen[c] = True
+                    distinct += 1
+        return <double>count > self.data_share * <double>(hi - lo) and distinct >= DATA_MIN_DISTINCT
+
     cdef void _eval_window(self, int64_t end) noexcept nogil:
         """S: evaluate the sliding window ``t[end-slide_window:end]``."""
         cdef int64_t lo = end - self.slide_window
@@ -1179,7 +1205,7 @@ cdef class ChannelStream:
         if unique >= self.slide_max_unique:
             return
         top = self._max_ngram(lo, end)
-        if top >= self.slide_min_repeat:
+        if top >= self.slide_min_repeat and not self._data_run(lo, end):
             self.s_fired = True
             self.s_unique = unique
             self.s_top = top
@@ -1259,6 +1285,8 @@ cdef class ChannelStream:
             return False
         top = self._lowdiv_max_ngram(lo, n)
         if top < self.lowdiv_min_repeat:
+            return False
+        if self._data_run(lo, n):
             return False
         ev.start = ev.cut = self._map(lo)
         ev.ev0 = unique

@@ -67,6 +67,23 @@ _QUOTE_RE = re.compile(r"[ \t]*>[ \t]")
 _KEY_VALUE_RE = re.compile(r"[ \t]*[A-Za-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
 
 
+#: Characters of hex/byte dumps (xxd, od, hexdump): hex digits, blanks, ``.`` and ``:``.
+DATA_CHARS = frozenset("0123456789abcdefABCDEF \t\r\n.:")
+
+
+#: A data run uses at least this many different :data:`DATA_CHARS` (a dump's offsets and bytes);
+#: fewer is a flood of one or two symbols (``eeee``, ``3 3 3``), which stays a loop.
+DATA_MIN_DISTINCT = 8
+
+
+def data_share_exceeds(w: str, max_share: float) -> bool:
+    """Whether ``w`` is a data run: more than ``max_share`` of it :data:`DATA_CHARS`, of at
+    least :data:`DATA_MIN_DISTINCT` different ones (a hex dump).  L and S hold back on data
+    runs; ``max_share`` 1.0 never holds back."""
+    data = [ch for ch in w if ch in DATA_CHARS]
+    return len(data) > max_share * len(w) and len(set(data)) >= DATA_MIN_DISTINCT
+
+
 def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
     """True for list items, table rows and block quotes (SPEC §2.5), and with
     ``skip_key_value`` for ``key: value`` data lines (loopguard's ``default`` profile)."""
@@ -140,7 +157,7 @@ def smallest_periods(s: str) -> list[int]:
 PARAMS = (
     "mask_code", "check_every",
     "e_on", "min_chars", "window", "history", "repeats",
-    "l_on", "lowdiv_window", "ngram", "lowdiv_max_unique", "lowdiv_min_repeat",
+    "l_on", "lowdiv_window", "ngram", "lowdiv_max_unique", "lowdiv_min_repeat", "lowdiv_max_data_share",
     "s_on", "slide_window", "slide_step", "slide_max_unique", "slide_min_repeat",
     "c_on", "cycle_min_period", "cycle_max_period", "cycle_min_copies", "cycle_min_chars",
     "cycle_scan_chars",
@@ -190,11 +207,12 @@ def check_params(params: dict[str, Any]) -> None:
             raise TypeError(f"{key} must be an int, not {type(value).__name__}")
         if not low <= value <= high:
             raise ValueError(f"{key}={value!r} is out of range [{low}, {high}]")
-    coverage = params["pool_min_coverage"]
-    if isinstance(coverage, bool) or not isinstance(coverage, (int, float)):
-        raise TypeError(f"pool_min_coverage must be a number, not {type(coverage).__name__}")
-    if not 0 < coverage <= 1:
-        raise ValueError(f"pool_min_coverage={coverage!r} is out of range (0, 1]")
+    for key in ("pool_min_coverage", "lowdiv_max_data_share"):
+        share = params[key]
+        if isinstance(share, bool) or not isinstance(share, (int, float)):
+            raise TypeError(f"{key} must be a number, not {type(share).__name__}")
+        if not 0 < share <= 1:
+            raise ValueError(f"{key}={share!r} is out of range (0, 1]")
 
 
 class ChannelStream:
@@ -222,6 +240,7 @@ class ChannelStream:
         self.history, self.repeats = params["history"], params["repeats"]
         self.l_on, self.lowdiv_window, self.ngram = params["l_on"], params["lowdiv_window"], params["ngram"]
         self.lowdiv_max_unique = params["lowdiv_max_unique"]
+        self.lowdiv_max_data_share = params["lowdiv_max_data_share"]
         self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
         self.s_on, self.slide_window, self.slide_step = params["s_on"], params["slide_window"], params["slide_step"]
         self.slide_max_unique, self.slide_min_repeat = params["slide_max_unique"], params["slide_min_repeat"]
@@ -447,6 +466,8 @@ class ChannelStream:
         top = self._max_ngram(w, self.ngram)
         if top < self.lowdiv_min_repeat:
             return None
+        if data_share_exceeds(w, self.lowdiv_max_data_share):
+            return None
         at = self._map(lo)
         return at, at, {"unique": unique, "max_ngram": top}
 
@@ -455,7 +476,11 @@ class ChannelStream:
             w = t[end - self.slide_window:end]
             unique = len(set(w))
             top = self._max_ngram(w, self.ngram) if unique < self.slide_max_unique else 0
-            fires = unique < self.slide_max_unique and top >= self.slide_min_repeat
+            fires = (
+                unique < self.slide_max_unique
+                and top >= self.slide_min_repeat
+                and not data_share_exceeds(w, self.lowdiv_max_data_share)
+            )
             self._windows[end] = (fires, unique, top)
         return self._windows[end]
 

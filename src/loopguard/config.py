@@ -50,6 +50,10 @@ PROFILES: dict[str, frozenset[str]] = {
 #: fires more (the YAML case 023 would, without the data-line rule).  64 is the shortest phrase
 #: length that catches ``tasks[352]`` (48 and 56 do not); each character of it costs the pool
 #: 480 bytes of record text per channel.
+#: ``lowdiv_max_data_share`` 0.8: L and S hold back on a window made more than 80 % of hex-dump
+#: characters (hex digits, blanks, ``.``, ``:``): a hex dump of a zeroed region is as repetitive
+#: as a loop (case 033; 90 % of the probe's hex dumps fired), while the loops L and S catch are
+#: at most 55 % such characters (case 004) and prose about 25–40 %.
 PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
     "default": {
         "ngram": 40,
@@ -57,6 +61,7 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "pool_min_occurrences": 2,
         "pool_max_distinct": 16,
         "pool_max_phrase_chars": 64,
+        "lowdiv_max_data_share": 0.8,
     }
 }
 
@@ -137,7 +142,8 @@ class TextConfig:
     Keys (defaults): ``check_every`` (200); E: ``min_chars`` (2000), ``window``
     (600), ``history`` (4000), ``repeats`` (3); L: ``lowdiv_window`` (2000),
     ``ngram`` (24; 40 in ``default``), ``lowdiv_max_unique`` (45),
-    ``lowdiv_min_repeat`` (10); S:
+    ``lowdiv_min_repeat`` (10), ``lowdiv_max_data_share`` (1.0: off; 0.8 in
+    ``default``: L and S hold back on hex-dump-like data runs); S:
     ``slide_window`` (400), ``slide_step`` (100), ``slide_max_unique`` (30),
     ``slide_min_repeat`` (3); C: ``cycle_min_period`` (16),
     ``cycle_max_period`` (4000), ``cycle_min_copies`` (3), ``cycle_min_chars``
@@ -167,7 +173,7 @@ class TextConfig:
     """
 
     __slots__ = ("profile", "enabled", "watch", "skip_code_blocks", "pool_skip_key_value", "pool_min_coverage",
-                 *_INT_KEYS)
+                 "lowdiv_max_data_share", *_INT_KEYS)
 
     profile: str
     enabled: frozenset[str]
@@ -175,6 +181,7 @@ class TextConfig:
     skip_code_blocks: bool
     pool_skip_key_value: bool
     pool_min_coverage: float
+    lowdiv_max_data_share: float
     check_every: int
     min_chars: int
     window: int
@@ -215,6 +222,10 @@ class TextConfig:
         if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0 < coverage <= 1:
             raise ConfigError("pool_min_coverage", coverage, "a number in (0, 1]")
         set_(self, "pool_min_coverage", float(coverage))
+        share = overrides.get("lowdiv_max_data_share", tuned.get("lowdiv_max_data_share", 1.0))
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise ConfigError("lowdiv_max_data_share", share, "a number in (0, 1]")
+        set_(self, "lowdiv_max_data_share", float(share))
         skip = overrides.get("skip_code_blocks", True)
         if not isinstance(skip, bool):
             raise ConfigError("skip_code_blocks", skip, "True or False")
@@ -275,6 +286,7 @@ class TextConfig:
             "ngram": self.ngram,
             "lowdiv_max_unique": self.lowdiv_max_unique,
             "lowdiv_min_repeat": self.lowdiv_min_repeat,
+            "lowdiv_max_data_share": self.lowdiv_max_data_share,
             "s_on": "lowdiv_sliding" in on,
             "slide_window": self.slide_window,
             "slide_step": self.slide_step,
