@@ -55,7 +55,7 @@ def test_unknown_profile() -> None:
 def test_profiles_enable_the_seed_sets() -> None:
     assert TextConfig("fuse").enabled == {"exact_tail", "lowdiv_tail", "lowdiv_sliding"}
     assert TextConfig("rescue").enabled == {"cycle", "pool"}
-    assert TextConfig().enabled == {"exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool"}
+    assert TextConfig().enabled == {"lowdiv_tail", "lowdiv_sliding", "cycle", "pool"}  # E: C's job in default
     assert TextConfig(enabled=["C", "pool"]).enabled == {"cycle", "pool"}
     assert TextConfig("fuse").window == 600 and TextConfig("rescue").cycle_scan_chars == 12000
 
