@@ -69,6 +69,7 @@ ALPHABETS = {
         list("abcde fghij.!?,\n:") + ["```", "~~~", "- ", "1. ", "| ", "> ", " " * 97, "\t" * 200]
         + ["key: ", "a_b.c-d:", "\nx1: ", "_k:\n", "9a: ", "k :"]  # key: value data lines (P, default)
         + ["0000 ", "00a0: ", "ff7e ", "9", "3 "]  # hex-dump data runs (L/S, default)
+        + ["####", "==", "#  #", "██", "+-"]  # art runs (L/S, default)
     ),
     "cjk": st.sampled_from(list("的一是不了人我在有他这。！？，\n") + ["```\n"]),
     "astral": st.sampled_from(["😀", "🎉", "𝔘", "𠀋", " ", ". ", "\n", "\ud800", "\x00"]),
@@ -258,3 +259,33 @@ def test_data_runs_by_hand() -> None:
     assert not data_share_exceeds("e" * 500, 0.8)  # one symbol: a flood, not data
     assert not data_share_exceeds("dead beef " * 50, 0.8)  # 6 different: a flood of words
     assert not data_share_exceeds("Let me check the sum again. " * 20, 0.8)  # prose is ~40 %
+
+
+BANNER = "".join(
+    ("=" * 40 + "\n" if r % 6 == 0 else "")
+    + "|  " + "".join(("####" if (r * 7 + c) % 3 else "#  #") + "  " for c in range(6)) + " |\n"
+    for r in range(60)
+)
+
+
+@pytest.mark.parametrize("art", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize(
+    "text",
+    [BANNER, "!" * 3000, "=#|" * 1000, BANNER[:900] + "Let me check the sum again. " * 80, "😀🎉✨ " * 600],
+    ids=["banner", "flood-1", "flood-3", "banner-then-loop", "emoji"],
+)
+def test_parity_lowdiv_art_max_alnum(text: str, art: float) -> None:
+    """L and S hold back on art runs (``lowdiv_art_max_alnum``, 0.3 in ``default``), in both implementations."""
+    config = TextConfig("fuse", enabled=["L", "S"], lowdiv_art_max_alnum=art, min_chars=800)
+    reference = detect(text, config, "python", channel="reasoning")
+    assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=5)) == reference
+    assert detect(text, config, "cython", channel="reasoning") == reference
+
+
+def test_art_runs_by_hand() -> None:
+    from loopcore._reference import art_run
+
+    assert art_run(BANNER, 0.3)  # no letters, 3 different symbols: # | =
+    assert not art_run(BANNER, 0.0)  # off
+    assert not art_run("!" * 500, 0.3)  # one symbol: a flood, not art
+    assert not art_run("Let me check the sum again. " * 20, 0.3)  # prose is ~80 % alphanumeric

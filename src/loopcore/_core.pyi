@@ -23,6 +23,7 @@ class ChannelStream:
         lowdiv_max_unique: int,
         lowdiv_min_repeat: int,
         lowdiv_max_data_share: float,
+        lowdiv_art_max_alnum: float,
         s_on: bool,
         slide_window: int,
         slide_step: int,

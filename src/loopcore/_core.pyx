@@ -69,6 +69,8 @@ cdef bint DATA_CHAR[128]
 for _c in range(128):
     DATA_CHAR[_c] = chr(_c) in _reference.DATA_CHARS
 cdef Py_ssize_t DATA_MIN_DISTINCT = _reference.DATA_MIN_DISTINCT
+cdef Py_ssize_t ART_MIN_SYMBOLS = _reference.ART_MIN_SYMBOLS
+assert ART_MIN_SYMBOLS <= 4  # the symbol array of _art_run holds 4
 
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
@@ -238,6 +240,7 @@ cdef class ChannelStream:
     cdef Py_ssize_t pool_window, pool_maxlen, pool_min_occ, pool_min_d, pool_max_d
     cdef double pool_cov
     cdef double data_share  # L/S hold back on data runs (lowdiv_max_data_share)
+    cdef double art_alnum  # L/S hold back on art runs (lowdiv_art_max_alnum)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
     cdef int width
@@ -353,6 +356,7 @@ cdef class ChannelStream:
         self.lowdiv_max_unique = params["lowdiv_max_unique"]
         self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
         self.data_share = params["lowdiv_max_data_share"]
+        self.art_alnum = params["lowdiv_art_max_alnum"]
         self.s_on = params["s_on"]
         self.slide_window = params["slide_window"]
         self.slide_step = params["slide_step"]
@@ -1198,6 +1202,30 @@ cdef class ChannelStream:
                     distinct += 1
         return <double>count > self.data_share * <double>(hi - lo) and distinct >= DATA_MIN_DISTINCT
 
+    cdef bint _art_run(self, int64_t lo, int64_t hi) noexcept nogil:
+        """Whether ``t[lo:hi]`` is an art run (_reference.art_run)."""
+        cdef Py_ssize_t alnum = 0, nsym = 0, k
+        cdef int64_t i
+        cdef cp_t c
+        cdef cp_t sym[4]  # ART_MIN_SYMBOLS <= 4
+        cdef bint known
+        if self.art_alnum <= 0.0:
+            return False
+        for i in range(lo, hi):
+            c = self._at(<Py_ssize_t>(i - self.base))
+            if is_alnum(c):
+                alnum += 1
+            elif nsym < ART_MIN_SYMBOLS and not is_space(c):
+                known = False
+                for k in range(nsym):
+                    if sym[k] == c:
+                        known = True
+                        break
+                if not known:
+                    sym[nsym] = c
+                    nsym += 1
+        return <double>alnum < self.art_alnum * <double>(hi - lo) and nsym >= ART_MIN_SYMBOLS
+
     cdef void _eval_window(self, int64_t end) noexcept nogil:
         """S: evaluate the sliding window ``t[end-slide_window:end]``."""
         cdef int64_t lo = end - self.slide_window
@@ -1205,7 +1233,7 @@ cdef class ChannelStream:
         if unique >= self.slide_max_unique:
             return
         top = self._max_ngram(lo, end)
-        if top >= self.slide_min_repeat and not self._data_run(lo, end):
+        if top >= self.slide_min_repeat and not self._data_run(lo, end) and not self._art_run(lo, end):
             self.s_fired = True
             self.s_unique = unique
             self.s_top = top
@@ -1286,7 +1314,7 @@ cdef class ChannelStream:
         top = self._lowdiv_max_ngram(lo, n)
         if top < self.lowdiv_min_repeat:
             return False
-        if self._data_run(lo, n):
+        if self._data_run(lo, n) or self._art_run(lo, n):
             return False
         ev.start = ev.cut = self._map(lo)
         ev.ev0 = unique

@@ -84,6 +84,23 @@ def data_share_exceeds(w: str, max_share: float) -> bool:
     return len(data) > max_share * len(w) and len(set(data)) >= DATA_MIN_DISTINCT
 
 
+#: An art run uses at least this many different symbols (neither alphanumeric nor blank: a
+#: banner's ``# = |``); fewer is a flood of one or two symbols (``!!!!``, ``. . .``), which stays
+#: a loop.
+ART_MIN_SYMBOLS = 3
+
+
+def art_run(w: str, max_alnum: float) -> bool:
+    """Whether ``w`` is an art run (ASCII art, banners, box drawing): fewer than ``max_alnum``
+    of it alphanumeric and at least :data:`ART_MIN_SYMBOLS` different symbols.  L and S hold
+    back on art runs; ``max_alnum`` 0 never holds back."""
+    if max_alnum <= 0:
+        return False
+    alnum = sum(1 for ch in w if ch.isalnum())
+    symbols = {ch for ch in w if not ch.isalnum() and not ch.isspace()}
+    return alnum < max_alnum * len(w) and len(symbols) >= ART_MIN_SYMBOLS
+
+
 def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
     """True for list items, table rows and block quotes (SPEC §2.5), and with
     ``skip_key_value`` for ``key: value`` data lines (loopguard's ``default`` profile)."""
@@ -158,6 +175,7 @@ PARAMS = (
     "mask_code", "check_every",
     "e_on", "min_chars", "window", "history", "repeats",
     "l_on", "lowdiv_window", "ngram", "lowdiv_max_unique", "lowdiv_min_repeat", "lowdiv_max_data_share",
+    "lowdiv_art_max_alnum",
     "s_on", "slide_window", "slide_step", "slide_max_unique", "slide_min_repeat",
     "c_on", "cycle_min_period", "cycle_max_period", "cycle_min_copies", "cycle_min_chars",
     "cycle_scan_chars",
@@ -207,6 +225,11 @@ def check_params(params: dict[str, Any]) -> None:
             raise TypeError(f"{key} must be an int, not {type(value).__name__}")
         if not low <= value <= high:
             raise ValueError(f"{key}={value!r} is out of range [{low}, {high}]")
+    art = params["lowdiv_art_max_alnum"]
+    if isinstance(art, bool) or not isinstance(art, (int, float)):
+        raise TypeError(f"lowdiv_art_max_alnum must be a number, not {type(art).__name__}")
+    if not 0 <= art <= 1:
+        raise ValueError(f"lowdiv_art_max_alnum={art!r} is out of range [0, 1]")
     for key in ("pool_min_coverage", "lowdiv_max_data_share"):
         share = params[key]
         if isinstance(share, bool) or not isinstance(share, (int, float)):
@@ -241,6 +264,7 @@ class ChannelStream:
         self.l_on, self.lowdiv_window, self.ngram = params["l_on"], params["lowdiv_window"], params["ngram"]
         self.lowdiv_max_unique = params["lowdiv_max_unique"]
         self.lowdiv_max_data_share = params["lowdiv_max_data_share"]
+        self.lowdiv_art_max_alnum = params["lowdiv_art_max_alnum"]
         self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
         self.s_on, self.slide_window, self.slide_step = params["s_on"], params["slide_window"], params["slide_step"]
         self.slide_max_unique, self.slide_min_repeat = params["slide_max_unique"], params["slide_min_repeat"]
@@ -466,7 +490,7 @@ class ChannelStream:
         top = self._max_ngram(w, self.ngram)
         if top < self.lowdiv_min_repeat:
             return None
-        if data_share_exceeds(w, self.lowdiv_max_data_share):
+        if data_share_exceeds(w, self.lowdiv_max_data_share) or art_run(w, self.lowdiv_art_max_alnum):
             return None
         at = self._map(lo)
         return at, at, {"unique": unique, "max_ngram": top}
@@ -480,6 +504,7 @@ class ChannelStream:
                 unique < self.slide_max_unique
                 and top >= self.slide_min_repeat
                 and not data_share_exceeds(w, self.lowdiv_max_data_share)
+                and not art_run(w, self.lowdiv_art_max_alnum)
             )
             self._windows[end] = (fires, unique, top)
         return self._windows[end]

@@ -57,6 +57,13 @@ PROFILES: dict[str, frozenset[str]] = {
 #: characters (hex digits, blanks, ``.``, ``:``): a hex dump of a zeroed region is as repetitive
 #: as a loop (case 033; 90 % of the probe's hex dumps fired), while the loops L and S catch are
 #: at most 55 % such characters (case 004) and prose about 25–40 %.
+#: ``min_chars`` 800 (L and S report from 800 code points, not 2,000) with
+#: ``lowdiv_art_max_alnum`` 0.3 (L and S hold back on art runs: less than 30 % alphanumeric and
+#: at least 3 different symbols, such as ASCII-art banners and box drawing): short floods are
+#: caught (case 009's period-4 list collapse under 2,000 characters; the probe's loops 67.5 %
+#: -> 73.5 %), and the one text that fired on its way (the banner of case 021, 10 %
+#: alphanumeric) is an art run; loops in the probe and the cases are at least 51 % alphanumeric
+#: unless they are floods of one or two symbols.
 PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
     "default": {
         "ngram": 40,
@@ -65,6 +72,8 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "pool_max_distinct": 16,
         "pool_max_phrase_chars": 64,
         "lowdiv_max_data_share": 0.8,
+        "lowdiv_art_max_alnum": 0.3,
+        "min_chars": 800,
     }
 }
 
@@ -143,11 +152,14 @@ class TextConfig:
     reason).  Every other key defaults to the SPEC number; lengths and
     positions are Unicode code points.
 
-    Keys (defaults): ``check_every`` (200); E: ``min_chars`` (2000), ``window``
+    Keys (defaults): ``check_every`` (200); E: ``min_chars`` (2000; 800 in
+    ``default``, where it gates L and S), ``window``
     (600), ``history`` (4000), ``repeats`` (3); L: ``lowdiv_window`` (2000),
     ``ngram`` (24; 40 in ``default``), ``lowdiv_max_unique`` (45),
     ``lowdiv_min_repeat`` (10), ``lowdiv_max_data_share`` (1.0: off; 0.8 in
-    ``default``: L and S hold back on hex-dump-like data runs); S:
+    ``default``: L and S hold back on hex-dump-like data runs),
+    ``lowdiv_art_max_alnum`` (0: off; 0.3 in ``default``: L and S hold back on
+    ASCII-art runs); S:
     ``slide_window`` (400), ``slide_step`` (100), ``slide_max_unique`` (30),
     ``slide_min_repeat`` (3); C: ``cycle_min_period`` (16),
     ``cycle_max_period`` (4000), ``cycle_min_copies`` (3), ``cycle_min_chars``
@@ -177,7 +189,7 @@ class TextConfig:
     """
 
     __slots__ = ("profile", "enabled", "watch", "skip_code_blocks", "pool_skip_key_value", "pool_min_coverage",
-                 "lowdiv_max_data_share", *_INT_KEYS)
+                 "lowdiv_max_data_share", "lowdiv_art_max_alnum", *_INT_KEYS)
 
     profile: str
     enabled: frozenset[str]
@@ -186,6 +198,7 @@ class TextConfig:
     pool_skip_key_value: bool
     pool_min_coverage: float
     lowdiv_max_data_share: float
+    lowdiv_art_max_alnum: float
     check_every: int
     min_chars: int
     window: int
@@ -230,6 +243,10 @@ class TextConfig:
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
             raise ConfigError("lowdiv_max_data_share", share, "a number in (0, 1]")
         set_(self, "lowdiv_max_data_share", float(share))
+        art = overrides.get("lowdiv_art_max_alnum", tuned.get("lowdiv_art_max_alnum", 0.0))
+        if isinstance(art, bool) or not isinstance(art, (int, float)) or not 0 <= art <= 1:
+            raise ConfigError("lowdiv_art_max_alnum", art, "a number in [0, 1]")
+        set_(self, "lowdiv_art_max_alnum", float(art))
         skip = overrides.get("skip_code_blocks", True)
         if not isinstance(skip, bool):
             raise ConfigError("skip_code_blocks", skip, "True or False")
@@ -291,6 +308,7 @@ class TextConfig:
             "lowdiv_max_unique": self.lowdiv_max_unique,
             "lowdiv_min_repeat": self.lowdiv_min_repeat,
             "lowdiv_max_data_share": self.lowdiv_max_data_share,
+            "lowdiv_art_max_alnum": self.lowdiv_art_max_alnum,
             "s_on": "lowdiv_sliding" in on,
             "slide_window": self.slide_window,
             "slide_step": self.slide_step,
