@@ -205,7 +205,7 @@ def test_blank_run_of_a_million_is_safe() -> None:
     "text",
     [
         "job: a\n  action: keep\n  regex: (.*)\nTarget is up.\n" * 40,  # YAML: data lines
-        "Note: check it. Note: check it.\n" * 60,  # a label then prose: still a data line
+        "Note: check it. Note: check it.\n" * 60,  # a capitalised label: prose, not a data line
         "key:\nvalue. key:value. 9x: no. x.y-z_: yes\n" * 50,  # colon at the end, no blank, digits first
         "- item: one.\n| a: b |\n> q: r\nplain: text\n" * 50,  # other line classes win
     ],
@@ -223,8 +223,8 @@ def test_pool_skip_key_value_by_hand() -> None:
     """Which lines are data lines, checked on the reference's line rule (SPEC §2.5 + default profile)."""
     from loopcore._reference import _line_is_excluded
 
-    data = ["job: a", "  action: keep", "x.y-z_: v", "key:", "Note: check it", "\t_k: 1"]
-    prose = ["9a: v", "key:value", "k : v", "ok。 key: v", "e.g. this", "参数: 值"]
+    data = ["job: a", "  action: keep", "x.y-z_: v", "key:", "relabel_Configs: x", "\t_k: 1"]
+    prose = ["9a: v", "key:value", "k : v", "ok。 key: v", "e.g. this", "参数: 值", "Note: check it", "Wait: no"]
     assert [_line_is_excluded(line, True) for line in data] == [True] * len(data)
     assert [_line_is_excluded(line, True) for line in prose] == [False] * len(prose)
     assert [_line_is_excluded(line, False) for line in data] == [False] * len(data)

@@ -282,10 +282,10 @@ def test_stops_at_the_acting_checkpoint_and_prunes(prefix: str, size: int, shape
 
 
 def test_fixture_facts() -> None:
-    """The fixtures cover what they claim: C, P, L and S acting, zh, a fenced answer, a cut at 0."""
+    """The fixtures cover what they claim: C, P and L acting, zh, a fenced answer, a cut at 0."""
     kinds = {p: a.detection.kind for p in LOOP_CASES if (a := case_acting(p)) is not None}
-    assert kinds == {"001": "cycle", "007": "pool", "010": "cycle", "014": "lowdiv_sliding",
-                     "015": "lowdiv_sliding", "016": "lowdiv_tail"}  # the default profile's tuned keys
+    assert kinds == {"001": "cycle", "007": "pool", "010": "cycle", "014": "lowdiv_tail",
+                     "015": "cycle", "016": "lowdiv_tail"}  # the default profile's tuned pool acts on 007
     a016 = case_acting("016")
     assert a016 is not None and a016.detection.position < a016.checkpoint  # L acted on its second hit
     a010 = case_acting("010")

@@ -904,7 +904,7 @@ cdef class ChannelStream:
                 self.s_line = LC_EXCLUDED
             elif c == 62:
                 self.s_line = LC_GT
-            elif self.p_kv and ((65 <= c <= 90) or (97 <= c <= 122) or c == 95):
+            elif self.p_kv and ((97 <= c <= 122) or c == 95):  # a lower-case key: YAML, not a label
                 self.s_line = LC_KEY
             else:
                 self.s_line = LC_NORMAL

@@ -61,10 +61,11 @@ _TABLE_RE = re.compile(r"[ \t]*\|")
 _QUOTE_RE = re.compile(r"[ \t]*>[ \t]")
 
 
-#: A ``key: value`` data line (YAML, HTTP headers, logs, config dumps): an ASCII identifier
-#: (letters, digits, ``_ . -``; not starting with a digit) at the start of the line, then ``:``
-#: and a blank or the end of the line.  Excluded from the phrase pool with ``pool_skip_key_value``.
-_KEY_VALUE_RE = re.compile(r"[ \t]*[A-Za-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
+#: A ``key: value`` data line (YAML, config dumps, logfmt): an ASCII identifier starting with a
+#: lower-case letter or ``_`` (then letters, digits, ``_ . -``) at the start of the line, then
+#: ``:`` and a blank or the end of the line.  Capitalised labels (``Wait: …``, ``Answer: …``) are
+#: prose, the way reasoning rotates them.  Excluded from the phrase pool with ``pool_skip_key_value``.
+_KEY_VALUE_RE = re.compile(r"[ \t]*[a-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
 
 
 #: Characters of hex/byte dumps (xxd, od, hexdump): hex digits, blanks, ``.`` and ``:``.

@@ -57,13 +57,11 @@ PROFILES: dict[str, frozenset[str]] = {
 #: characters (hex digits, blanks, ``.``, ``:``): a hex dump of a zeroed region is as repetitive
 #: as a loop (case 033; 90 % of the probe's hex dumps fired), while the loops L and S catch are
 #: at most 55 % such characters (case 004) and prose about 25–40 %.
-#: ``min_chars`` 800 (L and S report from 800 code points, not 2,000) with
-#: ``lowdiv_art_max_alnum`` 0.3 (L and S hold back on art runs: less than 30 % alphanumeric and
-#: at least 3 different symbols, such as ASCII-art banners and box drawing): short floods are
-#: caught (case 009's period-4 list collapse under 2,000 characters; the probe's loops 67.5 %
-#: -> 73.5 %), and the one text that fired on its way (the banner of case 021, 10 %
-#: alphanumeric) is an art run; loops in the probe and the cases are at least 51 % alphanumeric
-#: unless they are floods of one or two symbols.
+#: ``cycle_min_period`` 2: C also looks at periods 2–15 (still verbatim, at least 600 code points
+#: and 3 copies), so the short verbatim floods L and S now hold back on as data runs (a digit ruler
+#: ``1234567890``…) and floods of several symbols (``!!!???...``, kaomoji, emoji cycles) are
+#: caught: probe loops +6 of 200, no legitimate text anywhere fires.  Single-character runs (period
+#: 1, e.g. long blank padding) stay L's and S's.
 PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
     "default": {
         "ngram": 40,
@@ -72,8 +70,7 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "pool_max_distinct": 16,
         "pool_max_phrase_chars": 64,
         "lowdiv_max_data_share": 0.8,
-        "lowdiv_art_max_alnum": 0.3,
-        "min_chars": 800,
+        "cycle_min_period": 2,
     }
 }
 
@@ -152,16 +149,15 @@ class TextConfig:
     reason).  Every other key defaults to the SPEC number; lengths and
     positions are Unicode code points.
 
-    Keys (defaults): ``check_every`` (200); E: ``min_chars`` (2000; 800 in
-    ``default``, where it gates L and S), ``window``
+    Keys (defaults): ``check_every`` (200); E: ``min_chars`` (2000), ``window``
     (600), ``history`` (4000), ``repeats`` (3); L: ``lowdiv_window`` (2000),
     ``ngram`` (24; 40 in ``default``), ``lowdiv_max_unique`` (45),
     ``lowdiv_min_repeat`` (10), ``lowdiv_max_data_share`` (1.0: off; 0.8 in
     ``default``: L and S hold back on hex-dump-like data runs),
-    ``lowdiv_art_max_alnum`` (0: off; 0.3 in ``default``: L and S hold back on
-    ASCII-art runs); S:
+    ``lowdiv_art_max_alnum`` (0: off in every profile; L and S hold back on
+    ASCII-art runs when set); S:
     ``slide_window`` (400), ``slide_step`` (100), ``slide_max_unique`` (30),
-    ``slide_min_repeat`` (3); C: ``cycle_min_period`` (16),
+    ``slide_min_repeat`` (3); C: ``cycle_min_period`` (16; 2 in ``default``),
     ``cycle_max_period`` (4000), ``cycle_min_copies`` (3), ``cycle_min_chars``
     (600), ``cycle_scan_chars`` (12000); P: ``pool_window`` (30),
     ``pool_min_coverage`` (0.75), ``pool_max_phrase_chars`` (48; 64 in
