@@ -7,14 +7,13 @@ import copy
 import doctest
 import json
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import loopguard.integrations.anthropic as anthropic_module
-from loopguard import Detection, Session, StreamConfig, StreamGuard, TextConfig, TextLoopDetector, scan_text
+from loopguard import Detection, Session, StreamConfig, StreamGuard, TextConfig
 from loopguard.integrations.anthropic import (
     ResumeRequest,
     aguard_stream,
@@ -26,71 +25,14 @@ from loopguard.integrations.openai import resume_messages as openai_resume_messa
 from loopguard.messages import pick_language, render
 from loopguard.stream import Action, StreamOutcome, StreamToolCall
 
-CASES = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cases").resolve()
-ZH_REASONING = "010_zh-reasoning-sentence-loop.txt"  # cycle at 1000, cut 333
-EN_ANSWER = "001_en-verbatim-explanation-paragraph.txt"  # cycle at 2200, cut 1260; paragraph 884..1263
-RESCUE_KINDS = ("cycle", "pool")
+from stream_fixtures import (  # noqa: E402
+    CASES, EN_ANSWER, RESCUE_KINDS, ZH_REASONING, acting, boundary, case, expected_kept, marker, ns, split,
+)
+
 ARGS = '{"query": "missing index", "limit": 5}'
 
 
 # ----------------------------------------------------------------- helpers
-
-
-def case(name: str) -> str:
-    index = {e["file"]: e for e in json.loads((CASES / "index.json").read_text(encoding="utf-8"))}
-    assert index[name]["verdict"] == "loop"
-    return (CASES / name).read_text(encoding="utf-8")
-
-
-def split(text: str, sizes: tuple[int, ...] = (7,)) -> list[str]:
-    out, at, i = [], 0, 0
-    while at < len(text):
-        n = sizes[i % len(sizes)]
-        out.append(text[at:at + n])
-        at, i = at + n, i + 1
-    return out
-
-
-def acting(text: str, channel: str, config: TextConfig | None = None) -> tuple[int, Detection]:
-    """Independently: where the detectors first call for action (fed one code point at a
-    time), and the detection that acts there."""
-    det = TextLoopDetector(config or TextConfig())
-    seen: list[Detection] = []
-    for i, ch in enumerate(text):
-        found = det.feed(ch, channel)
-        seen += found
-        if det.action_required(channel):
-            candidates = found or seen
-            choice = next((d for d in candidates if d.kind in RESCUE_KINDS), candidates[-1])
-            assert choice in scan_text(text, channel=channel, config=config or TextConfig())
-            return i + 1, choice
-    raise AssertionError("no action")
-
-
-def boundary(deltas: list[str], position: int) -> tuple[int, int]:
-    end = 0
-    for i, d in enumerate(deltas):
-        end += len(d)
-        if end >= position:
-            return i, end
-    raise AssertionError("position past the end")
-
-
-def marker(channel: str, removed: int, kept: str) -> str:
-    if pick_language("auto", kept) == "zh":
-        return f"〔已删除 {removed} 字符的重复{'推理' if channel == 'reasoning' else '正文'}〕"
-    return f"〔{removed} chars of repeated {'reasoning' if channel == 'reasoning' else 'text'} removed〕"
-
-
-def expected_kept(original: str, cut: int, channel: str) -> str:
-    kept = original[:cut]
-    return kept + ("" if kept.endswith("\n") else "\n") + marker(channel, len(original) - cut, kept)
-
-
-def ns(value: Any) -> Any:
-    if isinstance(value, dict):
-        return SimpleNamespace(**{k: ns(v) for k, v in value.items()})
-    return value
 
 
 def message_start() -> dict[str, Any]:
