@@ -3,7 +3,9 @@ out independently of the adapters (a bare TextLoopDetector fed one code point at
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -75,3 +77,44 @@ def ns(value: Any) -> Any:
     if isinstance(value, dict):
         return SimpleNamespace(**{k: ns(v) for k, v in value.items()})
     return value
+
+
+class Upstream:
+    """A sync stream that records ``close()`` calls (like the SDK's ``Stream``)."""
+
+    def __init__(self, events: Iterable[Any]) -> None:
+        self._it = iter(events)
+        self.closes = 0
+        self.pulled = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        value = next(self._it)
+        self.pulled += 1
+        return value
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+class AsyncUpstream:
+    """An async stream with an async ``close()`` only (like the SDKs' ``AsyncStream`` / ``AsyncMessageStream``)."""
+
+    def __init__(self, events: Iterable[Any]) -> None:
+        self._it = iter(events)
+        self.closes = 0
+
+    def __aiter__(self) -> AsyncUpstream:
+        return self
+
+    async def __anext__(self) -> Any:
+        await asyncio.sleep(0)
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def close(self) -> None:
+        self.closes += 1

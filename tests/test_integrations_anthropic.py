@@ -6,7 +6,7 @@ import asyncio
 import copy
 import doctest
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,7 +26,19 @@ from loopguard.messages import pick_language, render
 from loopguard.stream import Action, StreamOutcome, StreamToolCall
 
 from stream_fixtures import (  # noqa: E402
-    CASES, EN_ANSWER, RESCUE_KINDS, ZH_REASONING, acting, boundary, case, expected_kept, marker, ns, split,
+    CASES,
+    EN_ANSWER,
+    RESCUE_KINDS,
+    ZH_REASONING,
+    AsyncUpstream,
+    Upstream,
+    acting,
+    boundary,
+    case,
+    expected_kept,
+    marker,
+    ns,
+    split,
 )
 
 ARGS = '{"query": "missing index", "limit": 5}'
@@ -85,43 +97,6 @@ def loop_events(name: str, channel: str, sizes: tuple[int, ...] = (7,)) -> tuple
     return events, text, 3 + trigger, consumed, detection
 
 
-class Upstream:
-    def __init__(self, events: Iterable[Any]) -> None:
-        self._it = iter(events)
-        self.closes = 0
-        self.pulled = 0
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        value = next(self._it)
-        self.pulled += 1
-        return value
-
-    def close(self) -> None:
-        self.closes += 1
-
-
-class AsyncUpstream:
-    """Like the SDK's ``AsyncMessageStream``: ``async for`` and an async ``close()``."""
-
-    def __init__(self, events: Iterable[Any]) -> None:
-        self._it = iter(events)
-        self.closes = 0
-
-    def __aiter__(self) -> AsyncUpstream:
-        return self
-
-    async def __anext__(self) -> Any:
-        await asyncio.sleep(0)
-        try:
-            return next(self._it)
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-    async def close(self) -> None:
-        self.closes += 1
 
 
 def alternates(messages: list[Any]) -> bool:

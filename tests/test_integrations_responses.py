@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import doctest
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,7 +17,19 @@ from loopguard.messages import pick_language
 from loopguard.stream import Action, StreamToolCall
 
 from stream_fixtures import (  # noqa: E402
-    CASES, EN_ANSWER, RESCUE_KINDS, ZH_REASONING, acting, boundary, case, expected_kept, marker, ns, split,
+    CASES,
+    EN_ANSWER,
+    RESCUE_KINDS,
+    ZH_REASONING,
+    AsyncUpstream,
+    Upstream,
+    acting,
+    boundary,
+    case,
+    expected_kept,
+    marker,
+    ns,
+    split,
 )
 
 ARGS = '{"city": "Paris", "unit": "celsius"}'
@@ -74,45 +86,6 @@ def function_call_events(item_id: str = "fc_1", call_id: str = "call_1", name: s
     return {"added": added, "args": args, "done": done, "item_done": item_done}
 
 
-class Upstream:
-    """A sync stream that records ``close()`` calls (like the SDK's ``Stream``)."""
-
-    def __init__(self, events: Iterable[Any]) -> None:
-        self._it = iter(events)
-        self.closes = 0
-        self.pulled = 0
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        value = next(self._it)
-        self.pulled += 1
-        return value
-
-    def close(self) -> None:
-        self.closes += 1
-
-
-class AsyncUpstream:
-    """An async stream with an async ``close()`` only (like the SDK's ``AsyncStream``)."""
-
-    def __init__(self, events: Iterable[Any]) -> None:
-        self._it = iter(events)
-        self.closes = 0
-
-    def __aiter__(self) -> AsyncUpstream:
-        return self
-
-    async def __anext__(self) -> Any:
-        await asyncio.sleep(0)
-        try:
-            return next(self._it)
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-    async def close(self) -> None:
-        self.closes += 1
 
 
 def run(stream: Any) -> list[Any]:
