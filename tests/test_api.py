@@ -226,7 +226,7 @@ def test_both_implementations_share_the_api() -> None:
     names = {"feed", "finish", "length", "masked_length", "hits", "fuse_checkpoints", "finished", "memory_bytes"}
     for module in impls.values():
         assert names <= set(dir(module.ChannelStream))
-        assert module.KINDS == ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool")
+        assert module.KINDS == ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool", "near_cycle")
 
 
 def test_public_names() -> None:

@@ -47,8 +47,9 @@ cdef enum:
     K_S = 2
     K_C = 3
     K_P = 4
-    N_KINDS = 5
-    MAX_EVENTS = 16  # >= 3 emits per original character x 5 kinds
+    K_N = 5
+    N_KINDS = 6
+    MAX_EVENTS = 24  # >= 3 emits per original character x 6 kinds
     MAX_PHR = 8
     SCAN_BLOCK = 64
 
@@ -72,6 +73,7 @@ cdef Py_ssize_t DATA_MIN_DISTINCT = _reference.DATA_MIN_DISTINCT
 cdef Py_ssize_t ART_MIN_SYMBOLS = _reference.ART_MIN_SYMBOLS
 assert ART_MIN_SYMBOLS <= 4  # the symbol array of _art_run holds 4
 
+cdef Py_ssize_t RECORD_MAX_LINE = _reference.RECORD_MAX_LINE
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
@@ -231,7 +233,7 @@ cdef class ChannelStream:
     """
 
     # ---- config
-    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv
+    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv, n_on
     cdef Py_ssize_t check_every, min_chars, window, history, repeats
     cdef int64_t next_cp, next_win  # t lengths of the next checkpoint / S window
     cdef Py_ssize_t lowdiv_window, ngram, lowdiv_max_unique, lowdiv_min_repeat
@@ -241,6 +243,15 @@ cdef class ChannelStream:
     cdef double pool_cov
     cdef double data_share  # L/S hold back on data runs (lowdiv_max_data_share)
     cdef double art_alnum  # L/S hold back on art runs (lowdiv_art_max_alnum)
+    # ---- N (near_cycle): k-gram chains of 16-bit distances
+    cdef Py_ssize_t nk, nmin_p, nmax_p, nmin_w, ntol, n_lim
+    cdef double nlag, ncov, nrec
+    cdef uint64_t hn, hn_out
+    cdef uint32_t* n_head  # per hash slot: 1 + the last position hashed there (mod 2^32; 0 = none)
+    cdef uint16_t* n_sprev  # per position: distance to the previous position of its slot (0 = none)
+    cdef uint16_t* n_last  # per position: distance to the previous end of the same k-gram (0 = none)
+    cdef uint32_t* n_count  # lag histogram scratch (allocated on first need)
+    cdef Py_ssize_t n_hbits, n_smask, n_lmask
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
     cdef int width
@@ -342,6 +353,10 @@ cdef class ChannelStream:
         self.lg_keys = NULL
         self.lg_count = NULL
         self.lg_hist = NULL
+        self.n_head = NULL
+        self.n_sprev = NULL
+        self.n_last = NULL
+        self.n_count = NULL
         _reference.check_params(params)
         self.mask_code = params["mask_code"]
         self.check_every = params["check_every"]
@@ -376,6 +391,15 @@ cdef class ChannelStream:
         self.pool_min_d = params["pool_min_distinct"]
         self.pool_max_d = params["pool_max_distinct"]
         self.p_kv = params["pool_skip_key_value"]
+        self.n_on = params["n_on"]
+        self.nk = params["near_ngram"]
+        self.nmin_p = params["near_min_period"]
+        self.nmax_p = params["near_max_period"]
+        self.nmin_w = params["near_min_window"]
+        self.ntol = params["near_tolerance"]
+        self.nlag = params["near_min_lag_share"]
+        self.ncov = params["near_min_coverage"]
+        self.nrec = params["near_max_record_share"]
         self._allocate()
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
@@ -432,6 +456,22 @@ cdef class ChannelStream:
             for size in range(self.pool_window):
                 self.grp_free[size] = <int32_t>(self.pool_window - 1 - size)
             self.grp_nfree = self.pool_window
+        if self.n_on:
+            self.n_lim = self.nmax_p + max(1, self.nmax_p // self.ntol)
+            # text compares reach lim + k back; the record scan a window plus one line
+            keep = max(keep, self.n_lim + self.nk + 1, max(2 * self.nmax_p, self.nmin_w) + RECORD_MAX_LINE + 3)
+            size = pow2_at_least(self.n_lim + 1)
+            self.n_sprev = <uint16_t*>self._alloc(size * sizeof(uint16_t))
+            self.n_smask = size - 1
+            size = max(256, size)
+            self.n_head = <uint32_t*>self._alloc(size * sizeof(uint32_t))
+            self.n_hbits = 0
+            while (<Py_ssize_t>1 << self.n_hbits) < size:
+                self.n_hbits += 1
+            size = pow2_at_least(max(2 * self.nmax_p, self.nmin_w) + self.n_lim + self.check_every + 2)
+            self.n_last = <uint16_t*>self._alloc(size * sizeof(uint16_t))
+            self.n_lmask = size - 1
+            self.hn_out = ipow(HB, self.nk)
         if self.l_on or self.s_on:
             cap_u = 1
             grams = 1
@@ -498,6 +538,10 @@ cdef class ChannelStream:
         free(self.lg_keys)
         free(self.lg_count)
         free(self.lg_hist)
+        PyMem_Free(self.n_head)
+        PyMem_Free(self.n_sprev)
+        PyMem_Free(self.n_last)
+        free(self.n_count)
 
     # ------------------------------------------------------------ Python API
     @property
@@ -618,6 +662,8 @@ cdef class ChannelStream:
                 evidence = {"unique": ev.ev0, "max_ngram": ev.ev1, "window_start": ev.ev2}
             elif ev.kind == K_C:
                 evidence = {"period": ev.ev0, "copies": ev.ev1, "length": ev.ev2}
+            elif ev.kind == K_N:
+                evidence = {"period": ev.ev0, "coverage": ev.coverage}
             else:
                 phrases = []
                 for j in range(ev.nphr):
@@ -740,6 +786,8 @@ cdef class ChannelStream:
             self.ring_c[(self.n - 1) & self.cmask] = <uint16_t>(self.hc >> 48)
         if self.p_on:
             self._sentence_step(c, self.n - 1)
+        if self.n_on:
+            self._near_step(c, idx)
         if self.l_on:
             self._lowdiv_count(c, idx)
         if self.n == self.next_win:
@@ -1394,6 +1442,192 @@ cdef class ChannelStream:
         ev.ev2 = best_len
         return True
 
+    # ------------------------------------------------------ near cycle (N)
+    cdef inline void _near_step(self, cp_t c, Py_ssize_t idx) noexcept nogil:
+        """Chain the k-gram ending at ``t[n-1]`` to the previous end of the same k-gram."""
+        cdef int64_t i = self.n - 1, cand
+        cdef Py_ssize_t k = self.nk, slot
+        cdef uint32_t stored
+        cdef int64_t d, found = 0, head_d = 0
+        cdef uint16_t sd
+        self.hn = self.hn * HB + c
+        if self.n > k:
+            self.hn -= self._at(idx - k) * self.hn_out
+        if self.n < k:
+            self.n_last[i & self.n_lmask] = 0
+            return
+        slot = <Py_ssize_t>(self.hn >> (64 - self.n_hbits)) if self.n_hbits else 0
+        stored = self.n_head[slot]
+        if stored != 0:
+            head_d = <int64_t>(<uint32_t>(i + 1) - stored)
+            if head_d > self.n_lim:
+                head_d = 0
+        d = head_d
+        while d != 0:
+            cand = i - d
+            if cand >= k - 1 and self._same(idx - d - k + 1, idx - k + 1, k):
+                found = d
+                break
+            sd = self.n_sprev[cand & self.n_smask]
+            if sd == 0:
+                break
+            d += sd
+            if d > self.n_lim:
+                break
+        self.n_last[i & self.n_lmask] = <uint16_t>found
+        self.n_sprev[i & self.n_smask] = <uint16_t>head_d
+        self.n_head[slot] = <uint32_t>(i + 1)
+
+    cdef inline bint _near_matches(self, int64_t i, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
+        """Whether the k-gram ending at ``i`` also ends at some ``j`` with ``|i - j - p| <= tol``."""
+        cdef int64_t dist = 0
+        cdef uint16_t d = self.n_last[i & self.n_lmask]
+        while d != 0:
+            dist += d
+            if dist > p + tol:
+                return False
+            if dist >= p - tol:
+                return True
+            d = self.n_last[(i - dist) & self.n_lmask]
+        return False
+
+    cdef bint _is_record(self, Py_ssize_t a, Py_ssize_t e) noexcept nogil:
+        """_reference.is_record_line over buffer indices ``[a, e)`` (a line without its newline)."""
+        cdef Py_ssize_t length = e - a, s = a, j
+        cdef cp_t c
+        if length > RECORD_MAX_LINE:
+            return False
+        while s < e and (self._at(s) == 32 or self._at(s) == 9):
+            s += 1
+        if s == e:
+            return False
+        c = self._at(s)
+        if c == 123 or c == 91 or c == 34 or c == 124:  # { [ " |
+            return True
+        j = s
+        if c == 45 and s + 1 < e and self._at(s + 1) == 32:  # "- "
+            j = s + 2
+        if j < e and ((97 <= self._at(j) <= 122) or self._at(j) == 95):
+            j += 1
+            while j < e:
+                c = self._at(j)
+                if (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or c == 46 or c == 45:
+                    j += 1
+                else:
+                    break
+            if j < e and self._at(j) == 58 and (j + 1 == e or self._at(j + 1) == 32 or self._at(j + 1) == 9):
+                return True
+        if self._starts(s, e, b"@@") or self._starts(s, e, b"+++") or self._starts(s, e, b"---") \
+                or self._starts(s, e, b"diff ") or self._starts(s, e, b"index "):
+            return True
+        c = self._at(a)
+        if (c == 43 or c == 45) and (length == 1 or (self._at(a + 1) != 32 and self._at(a + 1) != 9)
+                                     or (length > 2 and (self._at(a + 2) == 32 or self._at(a + 2) == 9))):
+            return True
+        j = s
+        while j < e:
+            c = self._at(j)
+            if c == 32 or c == 9:
+                break
+            if c == 47 or c == 92:  # / \
+                return True
+            if c == 58 and j + 1 < e and self._at(j + 1) == 58:  # ::
+                return True
+            j += 1
+        return False
+
+    cdef inline bint _starts(self, Py_ssize_t s, Py_ssize_t e, const char* prefix) noexcept nogil:
+        cdef Py_ssize_t j = 0
+        while prefix[j] != 0:
+            if s + j >= e or self._at(s + j) != <cp_t>(<unsigned char>prefix[j]):
+                return False
+            j += 1
+        return True
+
+    cdef int64_t _record_chars(self, int64_t lo, int64_t n) noexcept nogil:
+        """_reference.record_chars over t[lo:n]."""
+        cdef Py_ssize_t a = <Py_ssize_t>(lo - self.base), end_i = <Py_ssize_t>(n - self.base)
+        cdef Py_ssize_t floor_i = <Py_ssize_t>(0 - self.base), steps = 0, b, e
+        cdef bint long_first = False
+        cdef int64_t total = 0, stop
+        while a > floor_i and self._at(a - 1) != 10:
+            if steps > RECORD_MAX_LINE:
+                long_first = True
+                break
+            a -= 1
+            steps += 1
+        while a < end_i:
+            b = a
+            while b < end_i and self._at(b) != 10:
+                b += 1
+            e = b
+            stop = (b + 1) if b < end_i else end_i
+            if not long_first and self._is_record(a, e):
+                total += stop - (a if a > lo - self.base else lo - self.base)
+            long_first = False
+            a = e + 1
+        return total
+
+    cdef bint _near(self, Event* ev) noexcept nogil:
+        cdef int64_t n = self.n, b0, i, lo, first = -1, last_match = -1
+        cdef Py_ssize_t k = self.nk, p = 0, tol, w, best = 0, within = 0, covered = 0
+        cdef uint16_t d
+        cdef uint32_t* cnt = self.n_count
+        if n < self.nmin_w or n < k:
+            return False
+        if cnt == NULL:
+            cnt = self.n_count = <uint32_t*>calloc(self.nmax_p + 1, sizeof(uint32_t))
+            if cnt == NULL:
+                self.failed = True
+                return False
+            self.lazy_bytes += (self.nmax_p + 1) * sizeof(uint32_t)
+        b0 = n - self.check_every
+        if b0 < k - 1:
+            b0 = k - 1
+        for i in range(b0, n):
+            d = self.n_last[i & self.n_lmask]
+            if d != 0 and self.nmin_p <= d <= self.nmax_p:
+                cnt[d] += 1
+                if cnt[d] > best or (cnt[d] == best and d < p):
+                    best = cnt[d]
+                    p = d
+        if best == 0:
+            return False
+        tol = max(1, p // self.ntol)
+        for i in range(b0, n):
+            d = self.n_last[i & self.n_lmask]
+            if d != 0 and self.nmin_p <= d <= self.nmax_p:
+                cnt[d] = 0
+                if d >= p - tol and d <= p + tol:
+                    within += 1
+        if <double>within < self.nlag * <double>(n - b0):
+            return False
+        w = max(2 * p, self.nmin_w)
+        if n < w:
+            return False
+        lo = n - w
+        i = n - 1
+        while i >= lo:
+            if i >= k - 1 and self._near_matches(i, p, tol):
+                last_match = i
+            if last_match >= 0 and last_match - i < k:
+                covered += 1
+            i -= 1
+        if last_match < 0:
+            return False
+        if <double>covered < self.ncov * <double>w:
+            return False
+        if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
+            return False
+        first = last_match - k + 1
+        ev.start = self._map(first - p if first > p else 0)
+        ev.cut = self._map(first)
+        ev.ev0 = p
+        ev.ev1 = covered
+        ev.ev2 = w
+        ev.coverage = <double>covered / <double>w
+        return True
+
     cdef bint _is_phrase_group(self, Py_ssize_t g) noexcept nogil:
         return self.grp_count[g] >= self.pool_min_occ
 
@@ -1477,6 +1711,7 @@ cdef class ChannelStream:
             found[K_S].ev2 = self.s_start
         holds[K_C] = self.c_on and self._cycle(&found[K_C])
         holds[K_P] = self.p_on and self._pool(&found[K_P])
+        holds[K_N] = self.n_on and self._near(&found[K_N])
         if holds[K_E] or holds[K_L] or holds[K_S]:
             self.fuse_cp += 1
         position = self._map(self.n)

@@ -40,8 +40,8 @@ __all__ = [
     "split_sentences",
 ]
 
-#: Detection kinds in evaluation order (E, L, S, C, P).
-KINDS = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool")
+#: Detection kinds in evaluation order (E, L, S, C, P, N).
+KINDS = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool", "near_cycle")
 
 #: At most this many phrases are listed in a pool detection's evidence (SPEC §2.5).
 MAX_EVIDENCE_PHRASES = 8
@@ -100,6 +100,66 @@ def art_run(w: str, max_alnum: float) -> bool:
     alnum = sum(1 for ch in w if ch.isalnum())
     symbols = {ch for ch in w if not ch.isalnum() and not ch.isspace()}
     return alnum < max_alnum * len(w) and len(symbols) >= ART_MIN_SYMBOLS
+
+
+#: N holds back on record lines longer than this are never records (code points, without the newline).
+RECORD_MAX_LINE = 200
+
+_RECORD_KEY_RE = re.compile(r"[a-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
+
+
+def is_record_line(line: str) -> bool:
+    """Whether ``line`` (without its newline) is a machine record line for N (near_cycle).
+
+    Records repeat a template with new field values on every line -- near-verbatim by
+    nature -- so N holds back on windows made mostly of them.  A record line is at most
+    :data:`RECORD_MAX_LINE` code points and, after leading blanks/tabs, either
+
+    * opens a JSON value, a table row or a JSON string: ``{ [ " |``;
+    * is a ``key: value`` line (a lower-case identifier, ``:`` and a blank or the end;
+      a leading ``- `` as in YAML lists is skipped);
+    * is a diff/patch line: ``@@``, ``+++``, ``---``, ``diff ``, ``index `` after the
+      blanks, or ``+``/``-`` in column 0 followed by the end, a non-blank, or two blanks
+      (a changed code line; ``- item`` stays a bullet);
+    * starts with a location: its first token (up to a blank or tab) contains ``/``,
+      ``\\`` or ``::`` (paths, test ids, ``file.py:12:`` compiler and log lines, URLs).
+    """
+    if len(line) > RECORD_MAX_LINE:
+        return False
+    s = line.lstrip(" \t")
+    if not s:
+        return False
+    if s[0] in '{["|':
+        return True
+    if _RECORD_KEY_RE.match(s[2:] if s.startswith("- ") else s):
+        return True
+    if s.startswith(("@@", "+++", "---", "diff ", "index ")):
+        return True
+    if line[0] in "+-" and (len(line) == 1 or line[1] not in " \t" or (len(line) > 2 and line[2] in " \t")):
+        return True
+    token = s.split(" ", 1)[0].split("\t", 1)[0]
+    return "/" in token or "\\" in token or "::" in token
+
+
+def record_chars(t: str, lo: int, n: int) -> int:
+    """How many code points of ``t[lo:n]`` lie on record lines (:func:`is_record_line`).
+
+    Lines are those of ``t[:n]``; a newline belongs to the line it ends.
+    """
+    total = 0
+    a = t.rfind("\n", 0, lo) + 1
+    while a < n:
+        b = t.find("\n", a, n)
+        end = n if b < 0 else b
+        if is_record_line(t[a:end]):
+            total += (n if b < 0 else b + 1) - max(a, lo)
+        a = end + 1
+    return total
+
+
+def near_tolerance(period: int, divisor: int) -> int:
+    """N's lag tolerance for ``period``: ``max(1, period // divisor)`` code points."""
+    return max(1, period // divisor)
 
 
 def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
@@ -182,8 +242,13 @@ PARAMS = (
     "cycle_scan_chars",
     "p_on", "pool_window", "pool_min_coverage", "pool_max_phrase_chars", "pool_min_occurrences",
     "pool_min_distinct", "pool_max_distinct", "pool_skip_key_value",
+    "n_on", "near_ngram", "near_min_period", "near_max_period", "near_min_window", "near_tolerance",
+    "near_min_lag_share", "near_min_coverage", "near_max_record_share",
 )
-_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value"}
+_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value", "n_on"}
+#: Shares in (0, 1] (``near_max_record_share`` may be 1: never hold back; above 1 is refused).
+_SHARES = ("pool_min_coverage", "lowdiv_max_data_share", "near_min_lag_share", "near_min_coverage",
+           "near_max_record_share")
 #: Integer parameters: (minimum, maximum).  The maxima bound memory per stream.
 INT_RANGES = {
     "check_every": (1, 1_000_000), "min_chars": (0, 1_000_000), "window": (1, 1_000_000),
@@ -195,6 +260,9 @@ INT_RANGES = {
     "cycle_min_chars": (0, 1_000_000), "cycle_scan_chars": (1, 1_000_000),
     "pool_window": (1, 1_000), "pool_max_phrase_chars": (1, 1_000),
     "pool_min_occurrences": (1, 1_000), "pool_min_distinct": (1, 1_000), "pool_max_distinct": (1, 1_000),
+    # N keeps 16-bit distances: period + period // tolerance must stay below 65,536
+    "near_ngram": (1, 64), "near_min_period": (1, 16_000), "near_max_period": (1, 16_000),
+    "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000),
 }
 
 
@@ -231,7 +299,7 @@ def check_params(params: dict[str, Any]) -> None:
         raise TypeError(f"lowdiv_art_max_alnum must be a number, not {type(art).__name__}")
     if not 0 <= art <= 1:
         raise ValueError(f"lowdiv_art_max_alnum={art!r} is out of range [0, 1]")
-    for key in ("pool_min_coverage", "lowdiv_max_data_share"):
+    for key in _SHARES:
         share = params[key]
         if isinstance(share, bool) or not isinstance(share, (int, float)):
             raise TypeError(f"{key} must be a number, not {type(share).__name__}")
@@ -279,6 +347,12 @@ class ChannelStream:
         self.pool_min_occurrences = params["pool_min_occurrences"]
         self.pool_min_distinct, self.pool_max_distinct = params["pool_min_distinct"], params["pool_max_distinct"]
         self.pool_skip_key_value = params["pool_skip_key_value"]
+        self.n_on, self.near_ngram = params["n_on"], params["near_ngram"]
+        self.near_min_period, self.near_max_period = params["near_min_period"], params["near_max_period"]
+        self.near_min_window, self.near_tolerance = params["near_min_window"], params["near_tolerance"]
+        self.near_min_lag_share = params["near_min_lag_share"]
+        self.near_min_coverage = params["near_min_coverage"]
+        self.near_max_record_share = params["near_max_record_share"]
 
         self._t: list[str] = []  # the masked text, one character per item
         self._orig: list[int] = []  # original offset of each character of t
@@ -443,6 +517,7 @@ class ChannelStream:
             "lowdiv_sliding": self._lowdiv_sliding(t, final) if self.s_on else None,
             "cycle": self._cycle(t) if self.c_on else None,
             "pool": self._pool(t) if self.p_on else None,
+            "near_cycle": self._near_cycle(t) if self.n_on else None,
         }
         position = self._map(n)
         if any(results[kind] is not None for kind in KINDS[:3]):
@@ -539,6 +614,72 @@ class ChannelStream:
                 evidence = {"period": p, "copies": length // p, "length": length}
                 return self._map(start), self._map(start + p), evidence
         return None
+
+    def _near_cycle(self, t: str):
+        """N -- a near-verbatim cycle: copies of a period p with small edits (SPEC §2.7 default).
+
+        ``k = near_ngram``; the k-gram ending at ``i`` is ``t[i-k+1:i+1]``.
+
+        1. Lag: for each ``i`` of the last ``check_every`` positions (``b0 <= i < n``), the
+           distance to the most recent earlier end of the same k-gram, counted when it is
+           within ``[near_min_period, near_max_period]``.  ``p`` = the most frequent counted
+           lag (ties: the smallest); ``tol = max(1, p // near_tolerance)``.  Needs at least
+           ``near_min_lag_share * (n - b0)`` counted lags within ``tol`` of ``p``.
+        2. Coverage: the window ``t[n-w:n]``, ``w = max(2p, near_min_window)`` (two copies
+           after the first).  The k-gram ending at ``i`` *matches* when the same k-gram also
+           ends at some ``j < i`` with ``|i - j - p| <= tol`` (an insertion or deletion shifts
+           the lag a little).  A position is covered when a matching k-gram contains it.
+           Needs ``covered >= near_min_coverage * w``.
+        3. Records: holds back when ``record_chars >= near_max_record_share * w``
+           (:func:`is_record_line`).
+
+        ``cut`` = the start of the first matching k-gram of the window (the second copy:
+        one copy is kept), ``start = max(0, cut - p)``.  Evidence: ``period``, ``coverage``.
+        """
+        n, k = len(t), self.near_ngram
+        if n < self.near_min_window or n < k:
+            return None
+        max_p, div = self.near_max_period, self.near_tolerance
+        reach = max(2 * max_p, self.near_min_window) + max_p + near_tolerance(max_p, div) + self.check_every + k
+        first = max(k - 1, n - reach)
+        ends: dict[str, list[int]] = {}
+        for i in range(first, n):
+            ends.setdefault(t[i - k + 1:i + 1], []).append(i)
+
+        def occurrences(i: int) -> list[int]:
+            return ends[t[i - k + 1:i + 1]]
+
+        b0 = max(k - 1, n - self.check_every)
+        lags = []
+        for i in range(b0, n):
+            before = [j for j in occurrences(i) if j < i]
+            if before and self.near_min_period <= i - before[-1] <= max_p:
+                lags.append(i - before[-1])
+        if not lags:
+            return None
+        counts = Counter(lags)
+        p = min(counts, key=lambda d: (-counts[d], d))
+        tol = near_tolerance(p, div)
+        if sum(1 for d in lags if abs(d - p) <= tol) < self.near_min_lag_share * (n - b0):
+            return None
+        w = max(2 * p, self.near_min_window)
+        if n < w:
+            return None
+        lo = n - w
+        matched = [
+            i for i in range(max(lo, k - 1), n)
+            if any(j < i and abs(i - j - p) <= tol for j in occurrences(i))
+        ]
+        if not matched:
+            return None
+        hit = set(matched)
+        covered = sum(1 for x in range(lo, n) if any(i in hit for i in range(x, min(x + k, n))))
+        if covered < self.near_min_coverage * w:
+            return None
+        if record_chars(t, lo, n) >= self.near_max_record_share * w:
+            return None
+        cut = matched[0] - k + 1
+        return self._map(max(0, cut - p)), self._map(cut), {"period": p, "coverage": covered / w}
 
     def _pool(self, t: str):
         sentences = split_sentences(t, self.pool_skip_key_value)

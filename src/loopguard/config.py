@@ -16,13 +16,18 @@ DETECTOR_KINDS: dict[str, str] = {
     "S": "lowdiv_sliding",
     "C": "cycle",
     "P": "pool",
+    "N": "near_cycle",
 }
 _KIND_ORDER = tuple(DETECTOR_KINDS.values())
 _FUSE = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
 _RESCUE = frozenset({"cycle", "pool"})
+_NEAR = frozenset({"near_cycle"})
 
 #: Detectors each profile enables.  ``fuse`` and ``rescue`` are the seeds' own
 #: sets (002 and 003) and never change; ``default`` is loopguard's tuned set.
+#: N (``near_cycle``) is built and parity-tested but not in ``default`` yet: as ``default = C, P,
+#: N`` it catches more loops with no false positive anywhere, but costs about 2x ``rescue`` per
+#: character (the budget is 1.5x); see docs/detection.md "N -- near-verbatim cycle".
 PROFILES: dict[str, frozenset[str]] = {
     "fuse": _FUSE,
     "rescue": _RESCUE,
@@ -106,10 +111,22 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     "pool_min_occurrences": (3, 1, 1_000),
     "pool_min_distinct": (2, 1, 1_000),
     "pool_max_distinct": (8, 1, 1_000),
+    # N -- near-verbatim cycle (loopguard's own, SPEC §2.7 default; off in the seed profiles)
+    "near_ngram": (6, 1, 64),
+    "near_min_period": (1, 1, 16_000),
+    "near_max_period": (4000, 1, 16_000),
+    "near_min_window": (600, 1, 100_000),
+    "near_tolerance": (32, 1, _BIG),
     # policy
     "fuse_hits_before_action": (2, 1, _BIG),
 }
 _WATCH = ("both", "reasoning", "text")
+#: N's shares: key -> default, each a number in (0, 1].
+_SHARE_KEYS: dict[str, float] = {
+    "near_min_lag_share": 0.35,
+    "near_min_coverage": 0.85,
+    "near_max_record_share": 0.5,
+}
 
 
 def _check_int(key: str, value: Any, lo: int, hi: int) -> int:
@@ -133,7 +150,7 @@ def _parse_enabled(value: Any) -> frozenset[str]:
             kinds.add(item)
         else:
             raise ConfigError(
-                "enabled", value, f"detector kinds from {', '.join(_KIND_ORDER)} (or letters E L S C P)"
+                "enabled", value, f"detector kinds from {', '.join(_KIND_ORDER)} (or letters E L S C P N)"
             )
     return frozenset(kinds)
 
@@ -185,7 +202,7 @@ class TextConfig:
     """
 
     __slots__ = ("profile", "enabled", "watch", "skip_code_blocks", "pool_skip_key_value", "pool_min_coverage",
-                 "lowdiv_max_data_share", "lowdiv_art_max_alnum", *_INT_KEYS)
+                 "lowdiv_max_data_share", "lowdiv_art_max_alnum", *_SHARE_KEYS, *_INT_KEYS)
 
     profile: str
     enabled: frozenset[str]
@@ -195,6 +212,9 @@ class TextConfig:
     pool_min_coverage: float
     lowdiv_max_data_share: float
     lowdiv_art_max_alnum: float
+    near_min_lag_share: float
+    near_min_coverage: float
+    near_max_record_share: float
     check_every: int
     min_chars: int
     window: int
@@ -218,6 +238,11 @@ class TextConfig:
     pool_min_occurrences: int
     pool_min_distinct: int
     pool_max_distinct: int
+    near_ngram: int
+    near_min_period: int
+    near_max_period: int
+    near_min_window: int
+    near_tolerance: int
     fuse_hits_before_action: int
 
     def __init__(self, profile: str = "default", **overrides: Any) -> None:
@@ -243,6 +268,11 @@ class TextConfig:
         if isinstance(art, bool) or not isinstance(art, (int, float)) or not 0 <= art <= 1:
             raise ConfigError("lowdiv_art_max_alnum", art, "a number in [0, 1]")
         set_(self, "lowdiv_art_max_alnum", float(art))
+        for key, share_default in _SHARE_KEYS.items():
+            value = overrides.get(key, tuned.get(key, share_default))
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+                raise ConfigError(key, value, "a number in (0, 1]")
+            set_(self, key, float(value))
         skip = overrides.get("skip_code_blocks", True)
         if not isinstance(skip, bool):
             raise ConfigError("skip_code_blocks", skip, "True or False")
@@ -260,6 +290,10 @@ class TextConfig:
         if self.cycle_max_period < self.cycle_min_period:
             raise ConfigError(
                 "cycle_max_period", self.cycle_max_period, f">= cycle_min_period ({self.cycle_min_period})"
+            )
+        if self.near_max_period < self.near_min_period:
+            raise ConfigError(
+                "near_max_period", self.near_max_period, f">= near_min_period ({self.near_min_period})"
             )
         if self.pool_max_distinct < self.pool_min_distinct:
             raise ConfigError(
@@ -324,6 +358,15 @@ class TextConfig:
             "pool_min_distinct": self.pool_min_distinct,
             "pool_max_distinct": self.pool_max_distinct,
             "pool_skip_key_value": self.pool_skip_key_value,
+            "n_on": "near_cycle" in on,
+            "near_ngram": self.near_ngram,
+            "near_min_period": self.near_min_period,
+            "near_max_period": self.near_max_period,
+            "near_min_window": self.near_min_window,
+            "near_tolerance": self.near_tolerance,
+            "near_min_lag_share": self.near_min_lag_share,
+            "near_min_coverage": self.near_min_coverage,
+            "near_max_record_share": self.near_max_record_share,
         }
 
     def __eq__(self, other: object) -> bool:

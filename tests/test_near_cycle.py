@@ -1,0 +1,183 @@
+"""N (``near_cycle``): a near-verbatim cycle -- copies of a period with small edits.
+
+Both implementations give the same detections (hand cases, the shared cases, hypothesis
+streams with noisy loops and record lines, any chunking), and the reference's rules hold on
+hand-computed inputs: the period and cut of a noisy loop, the lag tolerance for insertions,
+the coverage threshold, and the record-line hold-back.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, note, settings, strategies as st
+
+import loopcore
+from conftest import CASES, load_index
+from helpers import detect, random_cuts
+from loopcore._reference import is_record_line, record_chars
+from loopguard import TextConfig
+from test_parity import ALPHABETS, chunkings
+
+pytestmark = pytest.mark.skipif(
+    "cython" not in loopcore.implementations(), reason="the compiled core is not built"
+)
+
+N_ONLY = TextConfig("default", enabled=["near_cycle"])
+
+# every ring, window and buffer boundary of N is crossed by short texts
+TINY_N = TextConfig(
+    "default",
+    enabled=["near_cycle", "cycle"],
+    check_every=5,
+    near_ngram=3,
+    near_min_period=1,
+    near_max_period=40,
+    near_min_window=24,
+    near_tolerance=8,
+    near_min_lag_share=0.3,
+    near_min_coverage=0.7,
+    cycle_max_period=40,
+    cycle_scan_chars=200,
+)
+
+RECORDS = ["{\"a\": 1}\n", "- key: v\n", "@@ -1 +1 @@\n", "+x = 1\n", "-  y\n", "src/a.py:3: E1\n",
+           "t::x PASSED\n", "| a | b |\n", "- item\n", "Wait: no\n"]
+
+
+def _noisy(unit: str, copies: int, rate: float, rng: random.Random, alphabet: str) -> str:
+    out = []
+    for ch in unit * copies:
+        r = rng.random()
+        if r < rate / 3:
+            out.append(rng.choice(alphabet))  # substitution
+        elif r < 2 * rate / 3:
+            out.append(rng.choice(alphabet) + ch)  # insertion
+        elif r < rate:
+            continue  # deletion
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+@st.composite
+def noisy_streams(draw: st.DrawFn) -> str:
+    kinds = draw(st.lists(st.sampled_from(sorted(ALPHABETS)), min_size=1, max_size=2, unique=True))
+    pieces = st.one_of(*(ALPHABETS[k] for k in kinds), st.sampled_from(RECORDS))
+    text = "".join(draw(st.lists(pieces, max_size=60)))
+    if draw(st.booleans()):
+        unit = "".join(draw(st.lists(pieces, min_size=1, max_size=12)))[:50] or "ab"
+        rng = random.Random(draw(st.integers(0, 2**16)))
+        loop = _noisy(unit, draw(st.integers(2, 14)), draw(st.sampled_from([0.0, 0.02, 0.05, 0.15])), rng,
+                      "xyz 。")
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + loop + text[at:]
+    return text
+
+
+@given(data=st.data())
+def test_parity_tiny_near_cycle(data: st.DataObject) -> None:
+    text = data.draw(noisy_streams())
+    channel = data.draw(st.sampled_from(["text", "reasoning"]))
+    note(f"len={len(text)}")
+    reference = detect(text, TINY_N, "python", channel=channel, cuts=data.draw(chunkings(text)))
+    assert detect(text, TINY_N, "cython", channel=channel, cuts=data.draw(chunkings(text))) == reference
+
+
+@pytest.mark.parametrize("case", [c for c in load_index() if c["kind"] == "text"], ids=lambda c: c["file"][:3])
+def test_parity_near_cycle_on_the_cases(case: dict) -> None:
+    text = (CASES / case["file"]).read_text(encoding="utf-8")
+    channel = "reasoning" if case["channel"] == "reasoning" else "text"
+    config = TextConfig("default", enabled=["cycle", "pool", "near_cycle"])
+    reference = detect(text, config, "python", channel=channel)
+    assert detect(text, config, "cython", channel=channel, cuts=random_cuts(len(text), seed=len(text))) == reference
+
+
+@settings(max_examples=6, deadline=None)
+@given(period=st.integers(50, 1500), seed=st.integers(0, 1000), rate=st.sampled_from([0.0, 0.01, 0.03]))
+def test_parity_near_cycle_long_periods(period: int, seed: int, rate: float) -> None:
+    rng = random.Random(seed)
+    words = "the cache keeps a copy of every page we read so the next request is served from memory".split()
+    prose = " ".join(rng.choice(words) for _ in range(2000))
+    unit = prose[:period]
+    text = prose[period: period + 700] + _noisy(unit, 4, rate, rng, "qjx ") + prose[-500:]
+    reference = detect(text, N_ONLY, "python", channel="reasoning")
+    assert detect(text, N_ONLY, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=seed)) == reference
+
+
+def _unit(period: int) -> str:
+    rng = random.Random(period)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return "".join(rng.choice(letters) for _ in range(period))  # 26 letters: no 6-gram repeats inside
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_a_verbatim_cycle_by_hand(impl: str) -> None:
+    """Period 250 from offset 0 (random letters: no 6-gram repeats inside a copy).
+
+    Every lag of the last 200 positions is 250 (share 1.0 >= 0.35), so p = 250, tolerance 7 and
+    the window is max(2 * 250, 600) = 600.  The first matching 6-gram ends at 255 (copy 2's first
+    gram; its first occurrence ends at 5); the gram ending at 250..254 spans the copy boundary for
+    the first time and matches nothing.  At n = 600 the window t[0:600] is covered from 250 on:
+    350 < 0.85 * 600.  At n = 800 the window t[200:800] is covered from 250 on: 550 >= 510, and N
+    fires: cut = 255 - 6 + 1 = 250 (copy 2: one copy kept), start = 250 - 250 = 0.
+    """
+    text = _unit(250) * 4
+    found = [d for d in detect(text, N_ONLY, impl, channel="reasoning")]
+    assert [(d["kind"], d["position"], d["start"], d["cut"]) for d in found] == [("near_cycle", 800, 0, 250)]
+    assert found[0]["evidence"] == {"period": 250, "coverage": 550 / 600}
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_an_insertion_shifts_the_lag_within_the_tolerance(impl: str) -> None:
+    """One inserted character in each copy after the first: lags 250 and 251, tolerance 250 // 32 = 7."""
+    unit = _unit(250)
+    text = unit + "".join(unit[:100] + "Z" + unit[100:] for _ in range(3))
+    found = detect(text, N_ONLY, impl, channel="reasoning")
+    assert [d["kind"] for d in found] == ["near_cycle"]
+    assert found[0]["evidence"]["period"] in (250, 251)
+    assert found[0]["cut"] == 250  # copy 2 starts at 250: one copy is kept
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_below_the_coverage_nothing_fires(impl: str) -> None:
+    """Every 4th character replaced in each copy: no 6-gram survives, coverage 0."""
+    unit = _unit(250)
+    copies = [unit] + ["".join("#" if (i + c) % 4 == 0 else ch for i, ch in enumerate(unit)) for c in range(3)]
+    assert detect("".join(copies), N_ONLY, impl, channel="reasoning") == []
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_record_lines_hold_back(impl: str) -> None:
+    """The same block repeated as key: value lines does not fire; as prose lines it does."""
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    lines = [("".join(rng.choice(letters) for _ in range(5)), "".join(rng.choice(letters) for _ in range(rng.randint(20, 40))))
+             for _ in range(16)]
+
+    def block(prefix: str) -> str:  # no 6-gram repeats inside a block but the prefix
+        return "".join(f"{prefix}{key}: {value}\n" for key, value in lines)
+
+    records = block("") * 4  # lower-case keys: record lines (the same block four times)
+    prose = block("Then ") * 4  # "Then alpha0: ..." is prose
+    assert detect(records, N_ONLY, impl, channel="reasoning") == []
+    assert [d["kind"] for d in detect(prose, N_ONLY, impl, channel="reasoning")] == ["near_cycle"]
+
+
+def test_record_lines_by_hand() -> None:
+    records = ["{\"id\": 1}", "  [1, 2]", "\"x\",", "| a |", "key: v", "- job_name: x", "  x.y-z_:", "@@ -1,2 +1,2 @@",
+               "+++ b/x.py", "--- a/x.py", "diff --git a/x b/x", "index 1a..2b 100644", "+x = 1", "-        y", "+",
+               "tests/t.py::test_a PASSED", "/home/ci/x.py:41: Warning", "C:\\dir\\f.txt ok", "a::b"]
+    prose = ["- item one", "Wait: no", "Key: v", "9a: v", "k : v", "plain words here", " + y", "x" * 201,
+             "see a/b later", "", "   "]
+    assert [is_record_line(line) for line in records] == [True] * len(records)
+    assert [is_record_line(line) for line in prose] == [False] * len(prose)
+
+
+def test_record_chars_counts_whole_lines_inside_the_window() -> None:
+    t = "prose line\nkey: v\nmore prose\n{\"a\": 1}"
+    # lines: "prose line\n" [0, 11), "key: v\n" [11, 18), "more prose\n" [18, 29), '{"a": 1}' [29, 37)
+    assert record_chars(t, 0, len(t)) == 7 + 8
+    assert record_chars(t, 14, len(t)) == 4 + 8  # from inside the key line: 14..17
+    assert record_chars(t, 14, 33) == 4 + 4  # the last line as seen in t[:33]: '{"a"' is still a record
