@@ -74,6 +74,14 @@ cdef Py_ssize_t ART_MIN_SYMBOLS = _reference.ART_MIN_SYMBOLS
 assert ART_MIN_SYMBOLS <= 4  # the symbol array of _art_run holds 4
 
 cdef Py_ssize_t RECORD_MAX_LINE = _reference.RECORD_MAX_LINE
+# N's constants (_reference.NEAR_*; checked equal below)
+cdef enum:
+    NEAR_CHUNK = 256  # positions N hashes before linking their anchors
+    NEAR_GAP = 8
+    NEAR_WINNOW = 6
+    NEAR_MIN_TOL = 2
+assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL) == (
+    _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL)
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
@@ -243,15 +251,21 @@ cdef class ChannelStream:
     cdef double pool_cov
     cdef double data_share  # L/S hold back on data runs (lowdiv_max_data_share)
     cdef double art_alnum  # L/S hold back on art runs (lowdiv_art_max_alnum)
-    # ---- N (near_cycle): k-gram chains of 16-bit distances
+    # ---- N (near_cycle): chains of 16-bit distances between anchor k-grams
     cdef Py_ssize_t nk, nmin_p, nmax_p, nmin_w, ntol, n_lim
     cdef double nlag, ncov, nrec
-    cdef uint64_t hn, hn_out
-    cdef uint32_t* n_head  # per hash slot: 1 + the last position hashed there (mod 2^32; 0 = none)
-    cdef uint16_t* n_sprev  # per position: distance to the previous position of its slot (0 = none)
-    cdef uint16_t* n_last  # per position: distance to the previous end of the same k-gram (0 = none)
-    cdef uint32_t* n_count  # lag histogram scratch (allocated on first need)
-    cdef Py_ssize_t n_hbits, n_smask, n_lmask
+    cdef uint64_t hn  # the packed k-gram ending at n_done - 1
+    cdef uint32_t nkeys[NEAR_WINNOW - 1]  # anchor keys of the previous k-grams, newest first (0x10000 = none)
+    cdef uint32_t* n_head  # per hash slot: 1 + the last anchor hashed there (mod 2^32; 0 = none)
+    cdef uint16_t* n_sprev  # per position: distance to the previous anchor of its slot (0 = none)
+    cdef uint16_t* n_last  # per position: distance to the previous anchor of the same k-gram (0 = none)
+    cdef uint16_t* n_lag  # lag histogram of the anchors since the last checkpoint: open addressing,
+    cdef uint32_t* n_count  # lag (0 = empty slot) -> count
+    cdef Py_ssize_t n_tmask, n_nused
+    cdef int32_t* n_used  # the slots filled in this block
+    cdef uint64_t n_pmask  # the packed k-gram's bits: 8k of them, at most 64
+    cdef Py_ssize_t n_hbits, n_smask, n_lmask, n_best, n_mode, n_anchors
+    cdef int64_t n_done  # positions chained so far (N runs in blocks at checkpoints)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
     cdef int width
@@ -266,6 +280,7 @@ cdef class ChannelStream:
     cdef uint64_t he, he_out, hc, hc_out
     cdef uint16_t* ring_e
     cdef uint16_t* ring_c
+    cdef int64_t c_done  # positions tagged in ring_c so far (C runs in blocks at checkpoints)
     cdef Py_ssize_t emask, cmask
     # ---- fence masking
     cdef bint m_line_start, m_opening, m_opening_run, m_in_code
@@ -357,6 +372,10 @@ cdef class ChannelStream:
         self.n_sprev = NULL
         self.n_last = NULL
         self.n_count = NULL
+        self.n_lag = NULL
+        self.n_used = NULL
+        for k in range(NEAR_WINNOW - 1):
+            self.nkeys[k] = 0x10000
         _reference.check_params(params)
         self.mask_code = params["mask_code"]
         self.check_every = params["check_every"]
@@ -435,7 +454,7 @@ cdef class ChannelStream:
                     need = max(self.cmin_chars, self.ccopies * cand) - cand
                     best = min(best, need)
             self.ck = max(1, best)
-            keep = max(keep, self.ck + 1)
+            keep = max(keep, self.ck + self.check_every + 1)
             size = pow2_at_least(self.cmax_p + 2)
             self.ring_c = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.cmask = size - 1
@@ -457,13 +476,17 @@ cdef class ChannelStream:
                 self.grp_free[size] = <int32_t>(self.pool_window - 1 - size)
             self.grp_nfree = self.pool_window
         if self.n_on:
-            self.n_lim = self.nmax_p + max(1, self.nmax_p // self.ntol)
+            self.n_lim = self.nmax_p + max(NEAR_MIN_TOL, self.nmax_p // self.ntol)
             # text compares reach lim + k back; the record scan a window plus one line
-            keep = max(keep, self.n_lim + self.nk + 1, max(2 * self.nmax_p, self.nmin_w) + RECORD_MAX_LINE + 3)
+            # text compares reach lim + k back, the extension a window plus lim
+            keep = max(keep, self.n_lim + self.nk + self.check_every + 1,
+                       max(2 * self.nmax_p, self.nmin_w) + RECORD_MAX_LINE + 3,
+                       max(2 * self.nmax_p, self.nmin_w) + self.n_lim + 1)
             size = pow2_at_least(self.n_lim + 1)
             self.n_sprev = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_smask = size - 1
-            size = max(256, size)
+            # about one anchor in NEAR_WINNOW positions: half as many slots as positions
+            size = max(256, min(1 << 16, size // 2))
             self.n_head = <uint32_t*>self._alloc(size * sizeof(uint32_t))
             self.n_hbits = 0
             while (<Py_ssize_t>1 << self.n_hbits) < size:
@@ -471,7 +494,13 @@ cdef class ChannelStream:
             size = pow2_at_least(max(2 * self.nmax_p, self.nmin_w) + self.n_lim + self.check_every + 2)
             self.n_last = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_lmask = size - 1
-            self.hn_out = ipow(HB, self.nk)
+            # a block has at most min(check_every, max_p) distinct lags: half-full at worst
+            size = pow2_at_least(2 * min(self.check_every, self.nmax_p) + 2)
+            self.n_lag = <uint16_t*>self._alloc(size * sizeof(uint16_t))
+            self.n_count = <uint32_t*>self._alloc(size * sizeof(uint32_t))
+            self.n_tmask = size - 1
+            self.n_used = <int32_t*>self._alloc((size // 2) * sizeof(int32_t))
+            self.n_pmask = (<uint64_t>1 << (8 * self.nk)) - 1 if self.nk < 8 else <uint64_t>0xFFFFFFFFFFFFFFFF
         if self.l_on or self.s_on:
             cap_u = 1
             grams = 1
@@ -541,7 +570,9 @@ cdef class ChannelStream:
         PyMem_Free(self.n_head)
         PyMem_Free(self.n_sprev)
         PyMem_Free(self.n_last)
-        free(self.n_count)
+        PyMem_Free(self.n_count)
+        PyMem_Free(self.n_lag)
+        PyMem_Free(self.n_used)
 
     # ------------------------------------------------------------ Python API
     @property
@@ -779,15 +810,8 @@ cdef class ChannelStream:
             if self.n > self.window:
                 self.he -= self._at(idx - self.window) * self.he_out
             self.ring_e[(self.n - 1) & self.emask] = <uint16_t>(self.he >> 48)
-        if self.c_on:
-            self.hc = self.hc * HB + c
-            if self.n > self.ck:
-                self.hc -= self._at(idx - self.ck) * self.hc_out
-            self.ring_c[(self.n - 1) & self.cmask] = <uint16_t>(self.hc >> 48)
         if self.p_on:
             self._sentence_step(c, self.n - 1)
-        if self.n_on:
-            self._near_step(c, idx)
         if self.l_on:
             self._lowdiv_count(c, idx)
         if self.n == self.next_win:
@@ -1369,6 +1393,19 @@ cdef class ChannelStream:
         ev.ev1 = top
         return True
 
+    cdef void _cycle_catch_up(self) noexcept nogil:
+        """Tag the ck-grams ending at the positions appended since the last checkpoint
+        (C reads its ring only at checkpoints, so it is filled per block)."""
+        cdef Py_ssize_t idx = <Py_ssize_t>(self.c_done - self.base), count = <Py_ssize_t>(self.n - self.c_done)
+        check(idx >= 0 and idx + count <= self.blen)
+        if self.width == 1:
+            cycle_hash_chunk(<const uint8_t*>self.buf, idx, count, self)
+        elif self.width == 2:
+            cycle_hash_chunk(<const uint16_t*>self.buf, idx, count, self)
+        else:
+            cycle_hash_chunk(<const uint32_t*>self.buf, idx, count, self)
+        self.c_done = self.n
+
     cdef bint _cycle(self, Event* ev) noexcept nogil:
         cdef int64_t n = self.n
         cdef Py_ssize_t span = <Py_ssize_t>(n if n < self.cscan else self.cscan)
@@ -1377,6 +1414,7 @@ cdef class ChannelStream:
         cdef uint16_t x
         cdef bint candidate = False
         cdef int32_t* Z = self.zbuf
+        self._cycle_catch_up()
         if top_p > self.cmax_p:
             top_p = self.cmax_p
         if top_p < self.cmin_p or n < self.ck:
@@ -1443,53 +1481,85 @@ cdef class ChannelStream:
         return True
 
     # ------------------------------------------------------ near cycle (N)
-    cdef inline void _near_step(self, cp_t c, Py_ssize_t idx) noexcept nogil:
-        """Chain the k-gram ending at ``t[n-1]`` to the previous end of the same k-gram."""
-        cdef int64_t i = self.n - 1, cand
-        cdef Py_ssize_t k = self.nk, slot
-        cdef uint32_t stored
-        cdef int64_t d, found = 0, head_d = 0
-        cdef uint16_t sd
-        self.hn = self.hn * HB + c
-        if self.n > k:
-            self.hn -= self._at(idx - k) * self.hn_out
-        if self.n < k:
-            self.n_last[i & self.n_lmask] = 0
-            return
-        slot = <Py_ssize_t>(self.hn >> (64 - self.n_hbits)) if self.n_hbits else 0
-        stored = self.n_head[slot]
-        if stored != 0:
-            head_d = <int64_t>(<uint32_t>(i + 1) - stored)
-            if head_d > self.n_lim:
-                head_d = 0
-        d = head_d
-        while d != 0:
-            cand = i - d
-            if cand >= k - 1 and self._same(idx - d - k + 1, idx - k + 1, k):
-                found = d
-                break
-            sd = self.n_sprev[cand & self.n_smask]
-            if sd == 0:
-                break
-            d += sd
-            if d > self.n_lim:
-                break
-        self.n_last[i & self.n_lmask] = <uint16_t>found
-        self.n_sprev[i & self.n_smask] = <uint16_t>head_d
-        self.n_head[slot] = <uint32_t>(i + 1)
+    cdef void _near_catch_up(self) noexcept nogil:
+        """Chain the k-grams ending at the positions appended since the last checkpoint.
 
-    cdef inline bint _near_matches(self, int64_t i, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
-        """Whether the k-gram ending at ``i`` also ends at some ``j`` with ``|i - j - p| <= tol``."""
+        N is read only at checkpoints, so it runs per block in two tight loops: the first
+        hashes every position and lists the anchors (_reference.near_anchors) without a
+        branch, the second links each anchor to the previous anchor of the same k-gram
+        and counts its lag."""
+        cdef int64_t i = self.n_done, stop
+        cdef Py_ssize_t idx
+        while i < self.n:
+            stop = min(self.n, i + NEAR_CHUNK)
+            idx = <Py_ssize_t>(i - self.base)
+            check(idx - self.n_lim - self.nk >= 0 or self.base == 0)
+            check(idx >= 0 and stop - self.base <= self.blen)
+            if self.width == 1:
+                near_chunk(<const uint8_t*>self.buf, idx, stop - i, i, self)
+            elif self.width == 2:
+                near_chunk(<const uint16_t*>self.buf, idx, stop - i, i, self)
+            else:
+                near_chunk(<const uint32_t*>self.buf, idx, stop - i, i, self)
+            i = stop
+        self.n_done = self.n
+
+    cdef int64_t _near_extend(self, int64_t e, int64_t q, Py_ssize_t p, Py_ssize_t tol,
+                              int64_t* gaps) noexcept nogil:
+        """_reference.near_extend from ``e`` at lag ``q``; returns the end, adds to ``gaps``."""
+        cdef int64_t n = self.n, a = 0, q2 = 0, hit, base = self.base
+        cdef Py_ssize_t g, j, r, k = self.nk
+        cdef int64_t tries[3]
+        cdef cp_t c1, c2
+        gaps[0] = 0
+        while e < n:
+            c1 = self._at(<Py_ssize_t>(e - base))
+            c2 = self._at(<Py_ssize_t>(e - q - base))
+            if c1 == c2:
+                e += 1
+                continue
+            if (48 <= c1 <= 57) or (48 <= c2 <= 57):
+                return e  # a number that changes: an enumeration, not noise
+            hit = 0
+            for g in range(NEAR_GAP + 1):
+                a = e + g
+                tries[0] = q
+                tries[1] = q + 1
+                tries[2] = q - 1
+                for r in range(3):
+                    q2 = tries[r]
+                    if g == 0 and q2 == q:
+                        continue
+                    if q2 < p - tol or q2 > p + tol or q2 < 1 or a + k > n or a - q2 < 0:
+                        continue
+                    j = 0
+                    while j < k and self._at(<Py_ssize_t>(a + j - base)) == self._at(<Py_ssize_t>(a + j - q2 - base)):
+                        j += 1
+                    if j == k:
+                        hit = q2
+                        break
+                if hit:
+                    break
+            if not hit:
+                return e
+            gaps[0] += g
+            e = a + k
+            q = hit
+        return e
+
+    cdef inline int64_t _near_lag(self, int64_t i, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
+        """The distance ``q`` to the nearest earlier anchor ending the same k-gram as anchor
+        ``i`` with ``|q - p| <= tol``, 0 when there is none."""
         cdef int64_t dist = 0
         cdef uint16_t d = self.n_last[i & self.n_lmask]
         while d != 0:
             dist += d
             if dist > p + tol:
-                return False
+                return 0
             if dist >= p - tol:
-                return True
+                return dist
             d = self.n_last[(i - dist) & self.n_lmask]
-        return False
+        return 0
 
     cdef bint _is_record(self, Py_ssize_t a, Py_ssize_t e) noexcept nogil:
         """_reference.is_record_line over buffer indices ``[a, e)`` (a line without its newline)."""
@@ -1534,7 +1604,37 @@ cdef class ChannelStream:
             if c == 58 and j + 1 < e and self._at(j + 1) == 58:  # ::
                 return True
             j += 1
-        return False
+        return self._is_offset(s, j)
+
+    cdef bint _is_offset(self, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+        """Whether the token ``[s, e)`` is a number or an offset (_reference.is_record_line)."""
+        cdef Py_ssize_t j, digits = 0
+        cdef cp_t c
+        cdef bint digit = False, number = True, inner = False
+        if e > s and self._at(e - 1) == 58:  # one trailing ':'
+            e -= 1
+        for j in range(s, e):
+            c = self._at(j)
+            if 48 <= c <= 57:
+                digits += 1
+            elif c == 58 or c == 46 or c == 45 or c == 44:  # : . - ,
+                if s < j < e - 1 and 48 <= self._at(j - 1) <= 57 and 48 <= self._at(j + 1) <= 57:
+                    inner = True
+            else:
+                number = False
+        if number and inner and digits >= 3:
+            return True  # a time, date or version
+        if e - s >= 2 and self._at(s) == 48 and (self._at(s + 1) == 120 or self._at(s + 1) == 88):  # 0x
+            s += 2
+        if e - s < 6:
+            return False
+        for j in range(s, e):
+            c = self._at(j)
+            if 48 <= c <= 57:
+                digit = True
+            elif not ((97 <= c <= 102) or (65 <= c <= 70)):
+                return False
+        return digit
 
     cdef inline bint _starts(self, Py_ssize_t s, Py_ssize_t e, const char* prefix) noexcept nogil:
         cdef Py_ssize_t j = 0
@@ -1569,59 +1669,60 @@ cdef class ChannelStream:
         return total
 
     cdef bint _near(self, Event* ev) noexcept nogil:
-        cdef int64_t n = self.n, b0, i, lo, first = -1, last_match = -1
-        cdef Py_ssize_t k = self.nk, p = 0, tol, w, best = 0, within = 0, covered = 0
+        """N at a checkpoint; starts the next block's lag histogram."""
+        cdef bint held
+        cdef Py_ssize_t j
+        self._near_catch_up()
+        held = self._near_eval(ev)
+        for j in range(self.n_nused):
+            self.n_lag[self.n_used[j]] = 0
+        self.n_nused = 0
+        self.n_best = 0
+        self.n_mode = 0
+        self.n_anchors = 0
+        return held
+
+    cdef bint _near_eval(self, Event* ev) noexcept nogil:
+        cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, gaps
+        cdef Py_ssize_t k = self.nk, p = self.n_mode, tol, w, within = 0, covered = 0
         cdef uint16_t d
-        cdef uint32_t* cnt = self.n_count
-        if n < self.nmin_w or n < k:
+        if n < self.nmin_w or n < k or self.n_best == 0:
             return False
-        if cnt == NULL:
-            cnt = self.n_count = <uint32_t*>calloc(self.nmax_p + 1, sizeof(uint32_t))
-            if cnt == NULL:
-                self.failed = True
-                return False
-            self.lazy_bytes += (self.nmax_p + 1) * sizeof(uint32_t)
-        b0 = n - self.check_every
-        if b0 < k - 1:
-            b0 = k - 1
-        for i in range(b0, n):
-            d = self.n_last[i & self.n_lmask]
-            if d != 0 and self.nmin_p <= d <= self.nmax_p:
-                cnt[d] += 1
-                if cnt[d] > best or (cnt[d] == best and d < p):
-                    best = cnt[d]
-                    p = d
-        if best == 0:
-            return False
-        tol = max(1, p // self.ntol)
-        for i in range(b0, n):
-            d = self.n_last[i & self.n_lmask]
-            if d != 0 and self.nmin_p <= d <= self.nmax_p:
-                cnt[d] = 0
-                if d >= p - tol and d <= p + tol:
-                    within += 1
-        if <double>within < self.nlag * <double>(n - b0):
+        tol = max(NEAR_MIN_TOL, p // self.ntol)
+        for i in range(self.n_nused):
+            d = self.n_lag[self.n_used[i]]
+            if p - tol <= d <= p + tol:
+                within += self.n_count[self.n_used[i]]
+        if <double>within < self.nlag * <double>self.n_anchors:
             return False
         w = max(2 * p, self.nmin_w)
         if n < w:
             return False
         lo = n - w
-        i = n - 1
-        while i >= lo:
-            if i >= k - 1 and self._near_matches(i, p, tol):
-                last_match = i
-            if last_match >= 0 and last_match - i < k:
-                covered += 1
-            i -= 1
-        if last_match < 0:
+        done = lo
+        for i in range(max(lo, k - 1), n):
+            if i < done or self.n_last[i & self.n_lmask] == 0:
+                continue
+            q = self._near_lag(i, p, tol)
+            if q == 0:
+                continue
+            s = max(lo, i - k + 1)
+            while s > done and s - 1 - q >= 0 and self._at(<Py_ssize_t>(s - 1 - self.base)) == \
+                    self._at(<Py_ssize_t>(s - 1 - q - self.base)):
+                s -= 1
+            e = self._near_extend(i + 1, q, p, tol, &gaps)
+            if cut < 0:
+                cut = s
+            covered += e - max(s, done) - gaps
+            done = e
+        if cut < 0:
             return False
         if <double>covered < self.ncov * <double>w:
             return False
         if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
             return False
-        first = last_match - k + 1
-        ev.start = self._map(first - p if first > p else 0)
-        ev.cut = self._map(first)
+        ev.start = self._map(cut - p if cut > p else 0)
+        ev.cut = self._map(cut)
         ev.ev0 = p
         ev.ev1 = covered
         ev.ev2 = w
@@ -1724,6 +1825,123 @@ cdef class ChannelStream:
                     self.events[self.nev] = found[k]
                     self.nev += 1
             self.holding[k] = holds[k]
+
+
+ctypedef fused cu_t:
+    uint8_t
+    uint16_t
+    uint32_t
+
+
+cdef inline void cycle_hash_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, ChannelStream st) noexcept nogil:
+    """C's rolling hash over ``count`` positions from buffer index ``idx``: the tag of the
+    ck-gram ending at each position into ``ring_c``."""
+    cdef uint64_t h = st.hc, out = st.hc_out
+    cdef int64_t i = st.c_done, ck = st.ck
+    cdef Py_ssize_t x, mask = st.cmask
+    cdef uint16_t* ring = st.ring_c
+    for x in range(count):
+        h = h * HB + buf[idx + x]
+        if i + x >= ck:
+            h -= buf[idx + x - ck] * out
+        ring[(i + x) & mask] = <uint16_t>(h >> 48)
+    st.hc = h
+
+
+cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, int64_t i,
+                            ChannelStream st) noexcept nogil:
+    """N over ``count`` positions from position ``i`` (buffer index ``idx``).
+
+    First loop, without a branch: the packed k-gram ending at each position
+    (_reference.near_packed), its key and whether it is an anchor.  Second loop: each
+    anchor is linked to the previous anchor ending the same k-gram within ``n_lim``
+    (hash-slot chains, verified by comparing code points) and its lag counted."""
+    cdef uint64_t h = st.hn, pmask = st.n_pmask, mix
+    cdef uint32_t prev[NEAR_WINNOW - 1]
+    cdef uint32_t key, low, stored
+    cdef uint16_t* last = st.n_last
+    cdef uint16_t* sprev = st.n_sprev
+    cdef uint32_t* head = st.n_head
+    cdef uint32_t* cnt = st.n_count
+    cdef uint16_t* lags = st.n_lag
+    cdef Py_ssize_t tmask = st.n_tmask, t
+    cdef Py_ssize_t lmask = st.n_lmask, smask = st.n_smask, m = 0, x, j, at
+    cdef Py_ssize_t k = st.nk, best = st.n_best, mode = st.n_mode
+    cdef int64_t first = st.nk - 1, pos, d, found, head_d, lim = st.n_lim
+    cdef int64_t min_p = st.nmin_p, max_p = st.nmax_p
+    cdef int shift = 48 - st.n_hbits
+    cdef uint64_t smask_h = (<uint64_t>1 << st.n_hbits) - 1
+    cdef uint16_t sd
+    cdef int r
+    cdef Py_ssize_t listed[NEAR_CHUNK]
+    cdef uint64_t mixed[NEAR_CHUNK]
+    for r in range(NEAR_WINNOW - 1):
+        prev[r] = st.nkeys[r]
+    for x in range(count):
+        h = ((h << 8) + buf[idx + x]) & pmask
+        last[(i + x) & lmask] = 0
+        if i + x < first:
+            continue
+        mix = h * HB
+        key = <uint32_t>(mix >> 48)
+        low = prev[0]
+        for r in range(1, NEAR_WINNOW - 1):
+            low = low if low < prev[r] else prev[r]
+        for r in range(NEAR_WINNOW - 2, 0, -1):
+            prev[r] = prev[r - 1]
+        prev[0] = key
+        listed[m] = x
+        mixed[m] = mix
+        m += key <= low
+    st.hn = h
+    for r in range(NEAR_WINNOW - 1):
+        st.nkeys[r] = prev[r]
+    st.n_anchors += m
+    for j in range(m):
+        x = listed[j]
+        pos = i + x
+        at = idx + x
+        slot = <Py_ssize_t>((mixed[j] >> shift) & smask_h)
+        stored = head[slot]
+        head[slot] = <uint32_t>(pos + 1)
+        head_d = 0
+        if stored != 0:
+            head_d = <int64_t>(<uint32_t>(pos + 1) - stored)
+            if head_d > lim:
+                head_d = 0
+        sprev[pos & smask] = <uint16_t>head_d
+        found = 0
+        d = head_d
+        while d != 0:
+            if pos - d >= first:
+                r = 0
+                while r < k and buf[at - d - r] == buf[at - r]:
+                    r += 1
+                if r == k:
+                    found = d
+                    break
+            sd = sprev[(pos - d) & smask]
+            if sd == 0:
+                break
+            d += sd
+            if d > lim:
+                break
+        last[pos & lmask] = <uint16_t>found
+        if found >= min_p and found <= max_p:
+            t = <Py_ssize_t>((<uint32_t>found * 0x9E3779B1U) >> 16) & tmask
+            while lags[t] != 0 and lags[t] != found:
+                t = (t + 1) & tmask
+            if lags[t] == 0:
+                lags[t] = <uint16_t>found
+                cnt[t] = 0
+                st.n_used[st.n_nused] = <int32_t>t
+                st.n_nused += 1
+            cnt[t] += 1
+            if cnt[t] > best or (cnt[t] == best and found < mode):
+                best = cnt[t]
+                mode = found
+    st.n_best = best
+    st.n_mode = mode
 
 
 cdef object _ucs4_str(const cp_t* text, Py_ssize_t length):

@@ -105,6 +105,8 @@ def art_run(w: str, max_alnum: float) -> bool:
 #: N holds back on record lines longer than this are never records (code points, without the newline).
 RECORD_MAX_LINE = 200
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+_DIGITS = frozenset("0123456789")
 _RECORD_KEY_RE = re.compile(r"[a-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
 
 
@@ -122,7 +124,12 @@ def is_record_line(line: str) -> bool:
       blanks, or ``+``/``-`` in column 0 followed by the end, a non-blank, or two blanks
       (a changed code line; ``- item`` stays a bullet);
     * starts with a location: its first token (up to a blank or tab) contains ``/``,
-      ``\\`` or ``::`` (paths, test ids, ``file.py:12:`` compiler and log lines, URLs).
+      ``\\`` or ``::`` (paths, test ids, ``file.py:12:`` compiler and log lines, URLs);
+    * starts with a number: its first token without one trailing ``:`` is a time, date
+      or version (only digits and ``:.-,``, at least 3 digits, a separator between two
+      digits: timestamped logs, timetables) or, without a ``0x`` prefix too, an offset
+      (at least 6 hexadecimal digits with a decimal digit among them:
+      ``xxd``/``hexdump``/``od`` lines).
     """
     if len(line) > RECORD_MAX_LINE:
         return False
@@ -138,7 +145,17 @@ def is_record_line(line: str) -> bool:
     if line[0] in "+-" and (len(line) == 1 or line[1] not in " \t" or (len(line) > 2 and line[2] in " \t")):
         return True
     token = s.split(" ", 1)[0].split("\t", 1)[0]
-    return "/" in token or "\\" in token or "::" in token
+    if "/" in token or "\\" in token or "::" in token:
+        return True
+    offset = token[:-1] if token.endswith(":") else token
+    digits = sum(1 for ch in offset if ch in _DIGITS)
+    if digits >= 3 and all(ch in _DIGITS or ch in ":.-," for ch in offset) and any(
+        offset[j] in ":.-," and offset[j - 1] in _DIGITS and offset[j + 1] in _DIGITS
+        for j in range(1, len(offset) - 1)
+    ):
+        return True  # a time, date or version: timestamped logs, timetables
+    offset = offset[2:] if offset[:2] in ("0x", "0X") else offset
+    return len(offset) >= 6 and all(ch in _HEX for ch in offset) and digits >= 1
 
 
 def record_chars(t: str, lo: int, n: int) -> int:
@@ -157,9 +174,88 @@ def record_chars(t: str, lo: int, n: int) -> int:
     return total
 
 
+#: N indexes a k-gram when its key is the smallest of the last ``NEAR_WINNOW`` keys
+#: (winnowing): about one position in four on prose, at least one per copy of any
+#: period up to four, and the same positions in every copy of a loop.
+NEAR_WINNOW = 6
+_HB = 0x9E3779B97F4A7C15
+_M64 = (1 << 64) - 1
+
+
+def near_packed(t: str, i: int, k: int) -> int:
+    """The k-gram ending at ``i`` packed into an integer:
+    ``sum(ord(t[i-j]) << 8*j for j < k) mod 2**min(8k, 64)`` (exact for Latin-1 and
+    ``k <= 8``, a hash otherwise)."""
+    h = 0
+    for j in range(k):
+        h += ord(t[i - j]) << (8 * j)
+    return h & ((1 << min(8 * k, 64)) - 1)
+
+
+def near_key(t: str, i: int, k: int) -> int:
+    """The anchor key of the k-gram ending at ``i``: the top 16 bits of
+    ``near_packed * HB mod 2**64`` (``HB`` = 0x9E3779B97F4A7C15)."""
+    return ((near_packed(t, i, k) * _HB) & _M64) >> 48
+
+
+def near_anchors(t: str, k: int, lo: int, n: int) -> list[int]:
+    """The anchor positions ``i`` in ``[lo, n)`` (``i >= k - 1``) for N: ``near_key`` of
+    ``i`` is at most that of each of the ``NEAR_WINNOW - 1`` previous positions that end
+    a k-gram (ties count, so a period-1 flood anchors everywhere)."""
+    start = max(k - 1, lo)
+    keys = {j: near_key(t, j, k) for j in range(max(k - 1, start - NEAR_WINNOW + 1), n)}
+    return [
+        i for i in range(start, n)
+        if all(keys[i] <= keys[j] for j in range(max(k - 1, i - NEAR_WINNOW + 1), i))
+    ]
+
+
+#: N's right extension skips at most this many edited code points at a time.
+NEAR_GAP = 8
+
+#: N's smallest lag tolerance: an insertion and a deletion between two copies.
+NEAR_MIN_TOL = 2
+
+
+def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int) -> tuple[int, int]:
+    """Extend a copy of ``t`` at lag ``q`` rightwards from ``e`` (``t[x] == t[x - q]``)
+    across small edits, up to ``n``; returns ``(end, gaps)``.
+
+    At a mismatch at ``x`` it resynchronises at the first ``(g, q')`` in the order
+    ``g = 0, 1, ... NEAR_GAP`` then ``q' = q, q + 1, q - 1`` (not ``g = 0, q' = q``) with
+    ``|q' - p| <= tol`` for which ``t[x+g : x+g+k] == t[x+g-q' : x+g-q'+k]`` (a substitution,
+    insertion or deletion in either copy); the ``g`` skipped code points count as
+    ``gaps`` (not covered).  It stops where no resynchronisation fits and at a mismatch
+    on an ASCII digit in either copy (numbers that change make an enumeration -- a
+    table, a counter -- not a noisy copy).
+    """
+    gaps = 0
+    while e < n:
+        if t[e] == t[e - q]:
+            e += 1
+            continue
+        if t[e] in _DIGITS or t[e - q] in _DIGITS:
+            return e, gaps  # a number that changes: an enumeration, not noise
+        for g in range(NEAR_GAP + 1):
+            a = e + g
+            hit = next(
+                (q2 for q2 in (q, q + 1, q - 1)
+                 if (g > 0 or q2 != q) and abs(q2 - p) <= tol and q2 >= 1 and a + k <= n
+                 and a - q2 >= 0 and t[a:a + k] == t[a - q2:a - q2 + k]),
+                0,
+            )
+            if hit:
+                break
+        else:
+            return e, gaps
+        gaps += g
+        e, q = a + k, hit
+    return e, gaps
+
+
 def near_tolerance(period: int, divisor: int) -> int:
-    """N's lag tolerance for ``period``: ``max(1, period // divisor)`` code points."""
-    return max(1, period // divisor)
+    """N's lag tolerance for ``period``: ``max(NEAR_MIN_TOL, period // divisor)`` code points."""
+    return max(NEAR_MIN_TOL, period // divisor)
 
 
 def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
@@ -618,67 +714,84 @@ class ChannelStream:
     def _near_cycle(self, t: str):
         """N -- a near-verbatim cycle: copies of a period p with small edits (SPEC §2.7 default).
 
-        ``k = near_ngram``; the k-gram ending at ``i`` is ``t[i-k+1:i+1]``.
+        ``k = near_ngram``; the k-gram ending at ``i`` is ``t[i-k+1:i+1]``.  Only *anchor*
+        k-grams are indexed (:func:`near_anchors`: about one position in
+        :data:`NEAR_WINNOW`, chosen by content, so copies share their anchors).
 
-        1. Lag: for each ``i`` of the last ``check_every`` positions (``b0 <= i < n``), the
-           distance to the most recent earlier end of the same k-gram, counted when it is
+        1. Lag: for each anchor ``i`` since the previous checkpoint (``b0 <= i < n``; the
+           last ``check_every`` positions, fewer at the end of the stream),
+           the distance to the most recent earlier anchor ending the same k-gram (at most
+           ``lim = near_max_period + near_tolerance(near_max_period)`` back), counted when
            within ``[near_min_period, near_max_period]``.  ``p`` = the most frequent counted
            lag (ties: the smallest); ``tol = max(1, p // near_tolerance)``.  Needs at least
-           ``near_min_lag_share * (n - b0)`` counted lags within ``tol`` of ``p``.
+           ``near_min_lag_share * anchors`` counted lags within ``tol`` of ``p``.
         2. Coverage: the window ``t[n-w:n]``, ``w = max(2p, near_min_window)`` (two copies
-           after the first).  The k-gram ending at ``i`` *matches* when the same k-gram also
-           ends at some ``j < i`` with ``|i - j - p| <= tol`` (an insertion or deletion shifts
-           the lag a little).  A position is covered when a matching k-gram contains it.
-           Needs ``covered >= near_min_coverage * w``.
+           after the first).  An anchor ``i`` of the window *matches* at lag ``q`` when the
+           nearest earlier anchor ``j`` ending the same k-gram with ``|i - j - p| <= tol``
+           has ``q = i - j`` (an insertion or deletion shifts the lag a little).  Walking the
+           matching anchors left to right, each one not yet covered covers its k-gram
+           extended left (down to what is covered already) while ``t[x] == t[x - q]`` and
+           right across small edits (:func:`near_extend`).  Needs
+           ``covered >= near_min_coverage * w``.
         3. Records: holds back when ``record_chars >= near_max_record_share * w``
            (:func:`is_record_line`).
 
-        ``cut`` = the start of the first matching k-gram of the window (the second copy:
-        one copy is kept), ``start = max(0, cut - p)``.  Evidence: ``period``, ``coverage``.
+        ``cut`` = the first covered position of the window (the second copy: one copy is
+        kept), ``start = max(0, cut - p)``.  Evidence: ``period``, ``coverage``.
         """
         n, k = len(t), self.near_ngram
         if n < self.near_min_window or n < k:
             return None
         max_p, div = self.near_max_period, self.near_tolerance
-        reach = max(2 * max_p, self.near_min_window) + max_p + near_tolerance(max_p, div) + self.check_every + k
+        lim = max_p + near_tolerance(max_p, div)
+        reach = max(2 * max_p, self.near_min_window) + lim + self.check_every + k
         first = max(k - 1, n - reach)
+        anchors = near_anchors(t, k, first, n)
         ends: dict[str, list[int]] = {}
-        for i in range(first, n):
+        for i in anchors:
             ends.setdefault(t[i - k + 1:i + 1], []).append(i)
 
-        def occurrences(i: int) -> list[int]:
-            return ends[t[i - k + 1:i + 1]]
+        def before(i: int) -> list[int]:
+            """Earlier anchors ending the k-gram that ends at anchor ``i``, nearest first."""
+            return [j for j in reversed(ends[t[i - k + 1:i + 1]]) if j < i]
 
-        b0 = max(k - 1, n - self.check_every)
+        b0 = max(k - 1, n - (n % self.check_every or self.check_every))
+        block = [i for i in anchors if i >= b0]
         lags = []
-        for i in range(b0, n):
-            before = [j for j in occurrences(i) if j < i]
-            if before and self.near_min_period <= i - before[-1] <= max_p:
-                lags.append(i - before[-1])
+        for i in block:
+            earlier = before(i)
+            if earlier and i - earlier[0] <= lim and self.near_min_period <= i - earlier[0] <= max_p:
+                lags.append(i - earlier[0])
         if not lags:
             return None
         counts = Counter(lags)
         p = min(counts, key=lambda d: (-counts[d], d))
         tol = near_tolerance(p, div)
-        if sum(1 for d in lags if abs(d - p) <= tol) < self.near_min_lag_share * (n - b0):
+        if sum(1 for d in lags if abs(d - p) <= tol) < self.near_min_lag_share * len(block):
             return None
         w = max(2 * p, self.near_min_window)
         if n < w:
             return None
         lo = n - w
-        matched = [
-            i for i in range(max(lo, k - 1), n)
-            if any(j < i and abs(i - j - p) <= tol for j in occurrences(i))
-        ]
-        if not matched:
-            return None
-        hit = set(matched)
-        covered = sum(1 for x in range(lo, n) if any(i in hit for i in range(x, min(x + k, n))))
-        if covered < self.near_min_coverage * w:
+        covered, done, cut = 0, lo, -1
+        for i in anchors:
+            if i < max(lo, done):
+                continue
+            q = next((i - j for j in before(i) if abs(i - j - p) <= tol), 0)
+            if q == 0:
+                continue
+            s = max(lo, i - k + 1)
+            while s > max(lo, done) and s - 1 - q >= 0 and t[s - 1] == t[s - 1 - q]:
+                s -= 1
+            e, gaps = near_extend(t, i + 1, n, q, p, tol, k)
+            if cut < 0:
+                cut = s
+            covered += e - max(s, done) - gaps
+            done = e
+        if cut < 0 or covered < self.near_min_coverage * w:
             return None
         if record_chars(t, lo, n) >= self.near_max_record_share * w:
             return None
-        cut = matched[0] - k + 1
         return self._map(max(0, cut - p)), self._map(cut), {"period": p, "coverage": covered / w}
 
     def _pool(self, t: str):

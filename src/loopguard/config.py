@@ -25,16 +25,16 @@ _NEAR = frozenset({"near_cycle"})
 
 #: Detectors each profile enables.  ``fuse`` and ``rescue`` are the seeds' own
 #: sets (002 and 003) and never change; ``default`` is loopguard's tuned set.
-#: N (``near_cycle``) is built and parity-tested but not in ``default`` yet: as ``default = C, P,
-#: N`` it catches more loops with no false positive anywhere, but costs about 2x ``rescue`` per
-#: character (the budget is 1.5x); see docs/detection.md "N -- near-verbatim cycle".
+#: ``default`` = C, P, N: C for verbatim cycles (exact cut), P for rotating phrases, N for
+#: near-verbatim cycles -- copies with edits, which is how most loops of real models look.
+#: L and S (the seed's low-diversity checks) are not in it: every loop they catch on the labelled
+#: cases, the real records and the probe is caught by C or N, and their one class of their own is a
+#: false positive (LaTeX derivations: few distinct characters plus a constant scaffold, gemma
+#: ``[527]``); E adds nothing C does not catch.  See docs/detection.md.
 PROFILES: dict[str, frozenset[str]] = {
     "fuse": _FUSE,
     "rescue": _RESCUE,
-    # E adds nothing C does not catch on the labelled cases, the real records or the synthetic
-    # probe (same loops, same latency; verbatim loops are C's), and costs 16 % of the profile:
-    # without it ``default`` runs at 1.4x the cost of ``rescue`` (docs/detection.md)
-    "default": (_FUSE | _RESCUE) - {"exact_tail"},
+    "default": _RESCUE | _NEAR,
 }
 
 #: Where a profile departs from the SPEC numbers, and why (SPEC §2.7: only ``default`` is tuned).
@@ -112,11 +112,11 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     "pool_min_distinct": (2, 1, 1_000),
     "pool_max_distinct": (8, 1, 1_000),
     # N -- near-verbatim cycle (loopguard's own, SPEC §2.7 default; off in the seed profiles)
-    "near_ngram": (6, 1, 64),
+    "near_ngram": (5, 1, 64),
     "near_min_period": (1, 1, 16_000),
     "near_max_period": (4000, 1, 16_000),
     "near_min_window": (600, 1, 100_000),
-    "near_tolerance": (32, 1, _BIG),
+    "near_tolerance": (16, 1, _BIG),
     # policy
     "fuse_hits_before_action": (2, 1, _BIG),
 }
@@ -124,7 +124,7 @@ _WATCH = ("both", "reasoning", "text")
 #: N's shares: key -> default, each a number in (0, 1].
 _SHARE_KEYS: dict[str, float] = {
     "near_min_lag_share": 0.35,
-    "near_min_coverage": 0.85,
+    "near_min_coverage": 0.82,
     "near_max_record_share": 0.5,
 }
 
