@@ -55,7 +55,7 @@ def test_unknown_profile() -> None:
 def test_profiles_enable_the_seed_sets() -> None:
     assert TextConfig("fuse").enabled == {"exact_tail", "lowdiv_tail", "lowdiv_sliding"}
     assert TextConfig("rescue").enabled == {"cycle", "pool"}
-    assert TextConfig().enabled == {"lowdiv_tail", "lowdiv_sliding", "cycle", "pool"}  # E: C's job in default
+    assert TextConfig().enabled == {"cycle", "pool", "near_cycle"}  # docs/detection.md: why not E, L, S
     assert TextConfig(enabled=["C", "pool"]).enabled == {"cycle", "pool"}
     assert TextConfig("fuse").window == 600 and TextConfig("rescue").cycle_scan_chars == 12000
 
@@ -252,20 +252,30 @@ def test_memory_is_bounded_per_channel() -> None:
     assert stream.length == 20 * len(text)
 
 
-def test_memory_per_channel_at_defaults_within_72_kib() -> None:
-    """The budget: 64 KiB for the seeds' numbers, plus the default profile's longer pool phrases
-    (64 instead of 48 code points: (4 x 30 records + the open sentence) x 16 more code points x
-    4 bytes = 7.6 KiB)."""
+def test_memory_per_channel_at_defaults_within_136_kib() -> None:
+    """The budget: C and P as before (64 KiB at the seeds' numbers, plus 7.6 KiB for the default
+    profile's 64-code-point phrases), plus N's tables, computed by hand at the defaults
+    (near_max_period 4000, tolerance 4000 // 16 = 250, so lim = 4250; window max(2 x 4000, 600)):
+
+    * slot chains: pow2(4251) = 8192 x 2 bytes; hash heads: 8192 / 2 x 4 bytes;
+    * distances per position over window + lim + check_every: pow2(12452) = 16384 x 2 bytes;
+    * the block's lag table: pow2(2 x 200 + 2) = 512 x (2 + 4) bytes, and 256 used-slot indices x 4;
+    * the buffer keeps 12251 code points (window + lim + 1) instead of C's 12001, plus a third
+      as slack: 16334 - 16001 bytes more at Latin-1.
+    """
     if "cython" not in loopcore.implementations():
         pytest.skip("the compiled core is not built")
     core = loopcore.implementation("cython")
-    seed = core.ChannelStream(**TextConfig("default", pool_max_phrase_chars=48).stream_params("text"))
+    seed = core.ChannelStream(**TextConfig("default", enabled=["C", "P"], pool_max_phrase_chars=48).stream_params("text"))
+    rescue = core.ChannelStream(**TextConfig("default", enabled=["C", "P"]).stream_params("text"))
     stream = core.ChannelStream(**TextConfig().stream_params("text"))
     assert seed.memory_bytes <= 64 * 1024  # Latin-1 text, before any scratch is needed
-    assert stream.memory_bytes - seed.memory_bytes == (4 * 30 + 1) * 16 * 4
+    assert rescue.memory_bytes - seed.memory_bytes == (4 * 30 + 1) * 16 * 4
+    n_tables = 8192 * 2 + 4096 * 4 + 16384 * 2 + 512 * (2 + 4) + 256 * 4
+    assert stream.memory_bytes - rescue.memory_bytes == n_tables + (16334 - 16001)
     prose = letters(20_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüéèàçñ .,;:!?", 9)
-    stream.feed(prose)  # Latin-1 prose: no low-diversity window, no cycle candidate
-    assert stream.memory_bytes <= 72 * 1024
+    stream.feed(prose)  # Latin-1 prose: no cycle candidate, N needs no scratch
+    assert stream.memory_bytes <= 136 * 1024
 
 
 def test_concurrent_feeding_of_one_stream_is_refused_not_a_crash() -> None:
@@ -381,8 +391,9 @@ def test_the_default_profile_tunes_ngram_and_the_seed_profiles_do_not() -> None:
 
 
 def test_ngram_40_spares_json_lines_that_ngram_24_flags() -> None:
-    """The reason for the tuning, on a hand-made JSON Lines text: 120 records with the same keys and
-    different values; the key boilerplate repeats 24-grams (L fires), not 40-grams."""
+    """The reason for the tuning (for L and S added to ``default``), on a hand-made JSON Lines text:
+    120 records with the same keys and different values; the key boilerplate repeats 24-grams
+    (L fires), not 40-grams."""
     import json as _json
 
     events, users = ("view", "click", "purchase"), ("there", "when", "near", "ex", "lymi", "both", "kaz")
@@ -391,5 +402,7 @@ def test_ngram_40_spares_json_lines_that_ngram_24_flags() -> None:
                      "ms": (i * 389) % 1100}) + "\n"
         for i in range(60)
     )
-    assert [d.kind for d in scan_text(rows, channel="reasoning", config=TextConfig("default", ngram=24))]
-    assert scan_text(rows, channel="reasoning", config=TextConfig("default")) == []
+    low = ["lowdiv_tail", "lowdiv_sliding"]
+    assert [d.kind for d in scan_text(rows, channel="reasoning", config=TextConfig("default", enabled=low, ngram=24))]
+    assert scan_text(rows, channel="reasoning", config=TextConfig("default", enabled=low)) == []
+    assert scan_text(rows, channel="reasoning", config=TextConfig("default")) == []  # N: records

@@ -2,8 +2,9 @@
 
 Both implementations give the same detections (hand cases, the shared cases, hypothesis
 streams with noisy loops and record lines, any chunking), and the reference's rules hold on
-hand-computed inputs: the period and cut of a noisy loop, the lag tolerance for insertions,
-the coverage threshold, and the record-line hold-back.
+hand-computed inputs: the packed k-gram and its key, the anchors (winnowing), the extension
+across edits, the period and cut of a loop, the lag tolerance for insertions, the coverage
+threshold, and the record-line hold-back.
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ from hypothesis import given, note, settings, strategies as st
 import loopcore
 from conftest import CASES, load_index
 from helpers import detect, random_cuts
-from loopcore._reference import is_record_line, record_chars
+from loopcore._reference import (
+    NEAR_GAP,
+    NEAR_WINNOW,
+    is_record_line,
+    near_anchors,
+    near_extend,
+    near_key,
+    near_packed,
+    near_tolerance,
+    record_chars,
+)
 from loopguard import TextConfig
 from test_parity import ALPHABETS, chunkings
 
@@ -43,7 +54,8 @@ TINY_N = TextConfig(
 )
 
 RECORDS = ["{\"a\": 1}\n", "- key: v\n", "@@ -1 +1 @@\n", "+x = 1\n", "-  y\n", "src/a.py:3: E1\n",
-           "t::x PASSED\n", "| a | b |\n", "- item\n", "Wait: no\n"]
+           "t::x PASSED\n", "| a | b |\n", "- item\n", "Wait: no\n", "00000010: 0000 ffff\n",
+           "12:30:05 INFO ok\n", "1853. A year\n"]
 
 
 def _noisy(unit: str, copies: int, rate: float, rng: random.Random, alphabet: str) -> str:
@@ -109,19 +121,20 @@ def test_parity_near_cycle_long_periods(period: int, seed: int, rate: float) -> 
 def _unit(period: int) -> str:
     rng = random.Random(period)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    return "".join(rng.choice(letters) for _ in range(period))  # 26 letters: no 6-gram repeats inside
+    return "".join(rng.choice(letters) for _ in range(period))  # 26 letters: no 5-gram repeats inside
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
 def test_a_verbatim_cycle_by_hand(impl: str) -> None:
-    """Period 250 from offset 0 (random letters: no 6-gram repeats inside a copy).
+    """Period 250 from offset 0 (random letters: no 5-gram repeats inside a copy).
 
-    Every lag of the last 200 positions is 250 (share 1.0 >= 0.35), so p = 250, tolerance 7 and
-    the window is max(2 * 250, 600) = 600.  The first matching 6-gram ends at 255 (copy 2's first
-    gram; its first occurrence ends at 5); the gram ending at 250..254 spans the copy boundary for
-    the first time and matches nothing.  At n = 600 the window t[0:600] is covered from 250 on:
-    350 < 0.85 * 600.  At n = 800 the window t[200:800] is covered from 250 on: 550 >= 510, and N
-    fires: cut = 255 - 6 + 1 = 250 (copy 2: one copy kept), start = 250 - 250 = 0.
+    Every anchor of the last 200 positions ends a 5-gram last seen 250 earlier (share 1.0 >=
+    0.35), so p = 250, tolerance 250 // 16 = 15 and the window is max(2 * 250, 600) = 600.
+    Position x matches its copy at lag 250 exactly when x >= 250, so the extension from the
+    first matching anchor covers t[250:n] of the window (left down to 250, where t[249] has no
+    copy before it; right to the end).  At n = 600 the window t[0:600] is covered from 250 on:
+    350 < 0.82 * 600.  At n = 800 the window t[200:800] is covered from 250 on: 550 >= 492,
+    and N fires: cut = 250 (copy 2: one copy kept), start = 250 - 250 = 0.
     """
     text = _unit(250) * 4
     found = [d for d in detect(text, N_ONLY, impl, channel="reasoning")]
@@ -131,7 +144,7 @@ def test_a_verbatim_cycle_by_hand(impl: str) -> None:
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
 def test_an_insertion_shifts_the_lag_within_the_tolerance(impl: str) -> None:
-    """One inserted character in each copy after the first: lags 250 and 251, tolerance 250 // 32 = 7."""
+    """One inserted character in each copy after the first: lags 250 and 251, tolerance 250 // 16 = 15."""
     unit = _unit(250)
     text = unit + "".join(unit[:100] + "Z" + unit[100:] for _ in range(3))
     found = detect(text, N_ONLY, impl, channel="reasoning")
@@ -142,7 +155,7 @@ def test_an_insertion_shifts_the_lag_within_the_tolerance(impl: str) -> None:
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
 def test_below_the_coverage_nothing_fires(impl: str) -> None:
-    """Every 4th character replaced in each copy: no 6-gram survives, coverage 0."""
+    """Every 4th character replaced in each copy: no 5-gram survives, coverage 0."""
     unit = _unit(250)
     copies = [unit] + ["".join("#" if (i + c) % 4 == 0 else ch for i, ch in enumerate(unit)) for c in range(3)]
     assert detect("".join(copies), N_ONLY, impl, channel="reasoning") == []
@@ -156,7 +169,7 @@ def test_record_lines_hold_back(impl: str) -> None:
     lines = [("".join(rng.choice(letters) for _ in range(5)), "".join(rng.choice(letters) for _ in range(rng.randint(20, 40))))
              for _ in range(16)]
 
-    def block(prefix: str) -> str:  # no 6-gram repeats inside a block but the prefix
+    def block(prefix: str) -> str:  # no 5-gram repeats inside a block but the prefix
         return "".join(f"{prefix}{key}: {value}\n" for key, value in lines)
 
     records = block("") * 4  # lower-case keys: record lines (the same block four times)
@@ -168,9 +181,12 @@ def test_record_lines_hold_back(impl: str) -> None:
 def test_record_lines_by_hand() -> None:
     records = ["{\"id\": 1}", "  [1, 2]", "\"x\",", "| a |", "key: v", "- job_name: x", "  x.y-z_:", "@@ -1,2 +1,2 @@",
                "+++ b/x.py", "--- a/x.py", "diff --git a/x b/x", "index 1a..2b 100644", "+x = 1", "-        y", "+",
-               "tests/t.py::test_a PASSED", "/home/ci/x.py:41: Warning", "C:\\dir\\f.txt ok", "a::b"]
+               "tests/t.py::test_a PASSED", "/home/ci/x.py:41: Warning", "C:\\dir\\f.txt ok", "a::b",
+               "00000010: 0000 0000  ....", "0x7ffe1200: 48 65", "12:30:05 INFO ok", "2024-01-02 x", "05:00 UTC: a",
+               "1.2.3 notes", "1,000 rows"]
     prose = ["- item one", "Wait: no", "Key: v", "9a: v", "k : v", "plain words here", " + y", "x" * 201,
-             "see a/b later", "", "   "]
+             "see a/b later", "", "   ", "1853. A year", "2211 help", "12: x", "1. step", "decade of", "0x1f: a",
+             "3.: x", "12-: y"]
     assert [is_record_line(line) for line in records] == [True] * len(records)
     assert [is_record_line(line) for line in prose] == [False] * len(prose)
 
@@ -181,3 +197,51 @@ def test_record_chars_counts_whole_lines_inside_the_window() -> None:
     assert record_chars(t, 0, len(t)) == 7 + 8
     assert record_chars(t, 14, len(t)) == 4 + 8  # from inside the key line: 14..17
     assert record_chars(t, 14, 33) == 4 + 4  # the last line as seen in t[:33]: '{"a"' is still a record
+
+
+def test_packed_kgram_and_key_by_hand() -> None:
+    """The packed k-gram is the last k code points, 8 bits apart, modulo 2**min(8k, 64)."""
+    assert near_packed("xab", 2, 2) == ord("b") + (ord("a") << 8) == 24930
+    assert near_packed("一丁", 1, 2) == (0x4E01 + (0x4E00 << 8)) % 2**16  # wide code points overlap
+    # k >= 8: only the last 8 code points stay in 64 bits
+    assert near_packed("zabcdefghi", 9, 9) == near_packed("yabcdefghi", 9, 9) == near_packed("abcdefghi", 8, 8)
+    hb = 0x9E3779B97F4A7C15
+    assert near_key("xab", 2, 2) == (24930 * hb % 2**64) >> 48
+
+
+def test_anchors_are_the_trailing_minimum_keys() -> None:
+    """An anchor's key is at most the keys of the NEAR_WINNOW - 1 positions before it."""
+    flood = "a" * 40
+    assert near_anchors(flood, 5, 0, 40) == list(range(4, 40))  # equal keys tie: every position
+    unit = "abcdefg"  # period 7 > NEAR_WINNOW - 1: the same anchors in every copy after the first
+    text = unit * 12
+    anchors = near_anchors(text, 5, 0, len(text))
+    later = [i for i in anchors if i >= 4 + NEAR_WINNOW + len(unit)]
+    assert later and all(i - len(unit) in anchors for i in later)
+    rng = random.Random(1)
+    prose = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz     ") for _ in range(12_000))
+    share = len(near_anchors(prose, 5, 0, len(prose))) / len(prose)
+    assert 1 / (NEAR_WINNOW + 2) < share < 1 / (NEAR_WINNOW - 2)  # about one position in NEAR_WINNOW
+    keys = [near_key(prose, i, 5) for i in range(4, 200)]
+    by_hand = [i + 4 for i in range(len(keys)) if all(keys[i] <= keys[j] for j in range(max(0, i - NEAR_WINNOW + 1), i))]
+    assert near_anchors(prose, 5, 0, 200) == by_hand
+
+
+def test_extension_across_edits_by_hand() -> None:
+    """From offset 50 of copy 2 (lag 50): a substitution is skipped (1 gap), an insertion too and
+    the lag becomes 51, a deletion moves the lag to 49 with no gap; a changed digit or more than
+    NEAR_GAP edited code points stop it."""
+    unit = _unit(50)
+    p, tol, k = 50, near_tolerance(50, 16), 5
+    assert tol == 3 and NEAR_GAP == 8
+    assert near_extend(unit + unit, 50, 100, 50, p, tol, k) == (100, 0)  # verbatim: to the end
+    sub = unit + unit[:20] + "#" + unit[21:]
+    assert near_extend(sub, 50, 100, 50, p, tol, k) == (100, 1)
+    ins = unit + unit[:20] + "#" + unit[20:]
+    assert near_extend(ins, 50, 101, 50, p, tol, k) == (101, 1)  # "#" skipped, then lag 51
+    dele = unit + unit[:20] + unit[21:]
+    assert near_extend(dele, 50, 99, 50, p, tol, k) == (99, 0)
+    digit = unit[:20] + "1" + unit[21:]
+    assert near_extend(digit + unit[:20] + "2" + unit[21:], 50, 100, 50, p, tol, k) == (70, 0)
+    wide = unit + unit[:20] + "#" * (NEAR_GAP + 1) + unit[29:]
+    assert near_extend(wide, 50, 100, 50, p, tol, k) == (70, 0)

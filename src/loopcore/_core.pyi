@@ -2,7 +2,7 @@
 
 from typing import Any
 
-KINDS: tuple[str, str, str, str, str]
+KINDS: tuple[str, str, str, str, str, str]
 
 RawDetection = tuple[str, int, int, int, dict[str, Any]]
 
@@ -43,6 +43,15 @@ class ChannelStream:
         pool_min_distinct: int,
         pool_max_distinct: int,
         pool_skip_key_value: bool,
+        n_on: bool,
+        near_ngram: int,
+        near_min_period: int,
+        near_max_period: int,
+        near_min_window: int,
+        near_tolerance: int,
+        near_min_lag_share: float,
+        near_min_coverage: float,
+        near_max_record_share: float,
     ) -> None: ...
     @property
     def length(self) -> int: ...

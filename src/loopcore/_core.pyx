@@ -217,18 +217,19 @@ cdef class ChannelStream:
     All parameters are keyword-only and required; they are the detector keys
     of SPEC §2 (:class:`loopguard.TextConfig` documents and validates them).
     ``mask_code`` removes fenced code from what the detectors see (SPEC §2.6);
-    ``e_on``/``l_on``/``s_on``/``c_on``/``p_on`` enable E, L, S, C, P.
+    ``e_on``/``l_on``/``s_on``/``c_on``/``p_on``/``n_on`` enable E, L, S, C, P, N.
 
     Memory is bounded by the config (:attr:`memory_bytes`): a linear buffer of
     ``keep + slack`` code points (``keep`` = the longest look-back of the
-    enabled detectors, 12,000 at the defaults) stored with 1, 2 or 4 bytes per
-    code point like PEP 393 (widened when a wider code point arrives), two
-    rings of 16-bit gram hashes (E, C), the pool's sentence records (P), and
-    scratch allocated once on first need (the n-gram table of L/S, the Z
-    array of C).  At the ``default`` profile: 63.4 KiB for Latin-1 text, 79.0
-    KiB once a BMP code point arrives, 110.3 KiB once an astral one does, and
-    at most 196 KiB with the scratch; ``fuse``: 19.8 to 108 KiB; ``rescue``:
-    54.4 to 117 KiB.
+    enabled detectors, 12,251 at the ``default`` profile) stored with 1, 2 or 4
+    bytes per code point like PEP 393 (widened when a wider code point
+    arrives), two rings of 16-bit gram hashes (E, C), the pool's sentence
+    records (P), N's slot chains, hash heads, distance ring and lag table
+    (68 KiB at the defaults), and scratch allocated once on first need (the
+    n-gram table of L/S, the Z array of C).  At the ``default`` profile: 131.4
+    KiB for Latin-1 text, 147.3 KiB once a BMP code point arrives, 179.2 KiB
+    once an astral one does, and at most 195 KiB with the scratch; ``fuse``:
+    20.9 to 109 KiB; ``rescue``: 55.5 to 118 KiB.
 
     Raises
     ------

@@ -160,8 +160,8 @@ class TextConfig:
 
     ``TextConfig(profile="default", **overrides)``.  The profile sets which
     detectors are enabled: ``"fuse"`` = E, L, S exactly as seed 002;
-    ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = L, S, C, P (E
-    adds nothing there that C does not catch), at the
+    ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = C, P, N
+    (docs/detection.md says why not E, L, S), at the
     SPEC numbers except where :data:`PROFILE_OVERRIDES` tunes them (with the
     reason).  Every other key defaults to the SPEC number; lengths and
     positions are Unicode code points.
@@ -180,7 +180,11 @@ class TextConfig:
     ``pool_min_coverage`` (0.75), ``pool_max_phrase_chars`` (48; 64 in
     ``default``), ``pool_min_occurrences`` (3; 2), ``pool_min_distinct`` (2),
     ``pool_max_distinct`` (8; 16), ``pool_skip_key_value`` (False; True in
-    ``default``: ``key: value`` data lines are not phrases); ``skip_code_blocks``
+    ``default``: ``key: value`` data lines are not phrases); N: ``near_ngram``
+    (5), ``near_min_period`` (1), ``near_max_period`` (4000), ``near_min_window``
+    (600), ``near_tolerance`` (16: lags within ``max(2, p // 16)`` of the
+    period count), ``near_min_lag_share`` (0.35), ``near_min_coverage`` (0.82),
+    ``near_max_record_share`` (0.5); ``skip_code_blocks``
     (True: fenced code is masked on the text channel), ``fuse_hits_before_action`` (2), ``watch``
     (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the profile's
     kinds; a collection of kind names or seed letters).
