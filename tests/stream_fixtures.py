@@ -15,8 +15,8 @@ from loopguard.messages import pick_language
 
 CASES = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cases").resolve()
 ZH_REASONING = "010_zh-reasoning-sentence-loop.txt"  # cycle at 1000, cut 333 (index.json: loop_start 289, period 45)
-EN_ANSWER = "001_en-verbatim-explanation-paragraph.txt"  # cycle at 2200, cut 1260 (loop_start 884, period 379)
-RESCUE_KINDS = ("cycle", "pool")
+EN_ANSWER = "001_en-verbatim-explanation-paragraph.txt"  # near_cycle at 2000, cut 1260 (loop_start 884, period 379)
+RESCUE_KINDS = ("cycle", "pool", "near_cycle")  # session.py _RESCUE_KINDS
 
 
 def case(name: str) -> str:

@@ -49,6 +49,8 @@ TINY_N = TextConfig(
     near_tolerance=8,
     near_min_lag_share=0.3,
     near_min_coverage=0.7,
+    near_recurrence_window=30,
+    near_min_recurrence=0.8,
     cycle_max_period=40,
     cycle_scan_chars=200,
 )
@@ -85,6 +87,11 @@ def noisy_streams(draw: st.DrawFn) -> str:
                       "xyz 。")
         at = draw(st.integers(0, len(text)))
         text = text[:at] + loop + text[at:]
+    if draw(st.booleans()):  # restarts: one line re-emitted cut at different lengths
+        line = "".join(draw(st.lists(pieces, min_size=1, max_size=6)))[:40] or "abc def"
+        cuts = draw(st.lists(st.integers(1, len(line)), min_size=2, max_size=12))
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + "".join(line[:c] + "\n" for c in cuts) + text[at:]
     return text
 
 

@@ -152,8 +152,8 @@ def test_feed_starts_turn_and_attempt_implicitly_and_tool_calls_belong_to_the_la
 # --------------------------------------------------------------- text loops
 def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     text, channel = case_text("001_")
-    expected = scan_text(text, channel)[0]  # default profile: C at its first hit
-    assert (expected.kind, expected.position) == ("cycle", 2200)
+    expected = scan_text(text, channel)[0]  # default profile: N at its first hit (acts like C and P)
+    assert (expected.kind, expected.position) == ("near_cycle", 2000)
     s = Session()
     s.start_turn()
     s.start_attempt()
@@ -163,7 +163,7 @@ def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     assert verdict.detection == expected
     assert at - 7 < expected.position <= at  # the delta that crossed the checkpoint
     assert f"at {expected.position}" in verdict.reason and f"cut at {expected.cut}" in verdict.reason
-    assert verdict.reason.startswith("[loopguard] The answer started repeating itself (cycle")
+    assert verdict.reason.startswith("[loopguard] The answer started repeating itself (near_cycle")
     # sticky: every further delta of the attempt gets the same stop verdict, one strike only
     assert all(v is verdict for n, v in verdicts if n >= at)
     assert s.guard.strikes("default") == 1

@@ -9,13 +9,14 @@ DeepSeek-style ``delta.reasoning_content`` chunks (``content: null``), answer ca
 Every expected value is computed independently of the stream layer: a fresh
 :class:`loopguard.TextLoopDetector` is fed the case one code point at a time and the first
 point at which :meth:`~loopguard.TextLoopDetector.action_required` turns true is the
-**acting checkpoint** (SPEC §2.6: C/P at their first hit, E/L/S at the
+**acting checkpoint** (SPEC §2.6: C/P/N at their first hit, E/L/S at the
 ``fuse_hits_before_action``-th checkpoint at which one of them holds).  The acting detection
-is the one the session names for that checkpoint (text.py / session.py): a C/P detection
+is the one the session names for that checkpoint (text.py / session.py): a C/P/N detection
 reported there, else the last one reported there, else (a fuse family acting on its second
-hit, which reports nothing new) the first C/P or else the last detection reported so far.
-For C/P, ``detection.position`` is the acting checkpoint; for E/L/S it is the checkpoint
-of the episode's first hit.
+hit, which reports nothing new) the first C/P/N or else the last detection reported so far.
+For C/P/N, ``detection.position`` is the acting checkpoint; for E/L/S it is the checkpoint
+of the episode's first hit.  Cases are replayed under the ``default`` profile unless
+``CASE_CONFIGS`` names another text config (the session's and the bare detector's alike).
 """
 
 from __future__ import annotations
@@ -55,15 +56,18 @@ from loopguard.stream import (
 from loopguard.text import Detection
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "cases"
-RESCUE_KINDS = frozenset({"cycle", "pool"})
+RESCUE_KINDS = frozenset({"cycle", "pool", "near_cycle"})  # session.py _RESCUE_KINDS
 SIZES = (1, 7, 64)
 SHAPES = ("dict", "namespace", "openai")
 
-# loop cases: C on reasoning (zh, en), C on the answer, E/L/S acting on their second hit
-# (reasoning, and an answer with a fenced code block whose positions map back through the
-# mask), and a fuse cut at offset 0 (nothing kept but the marker)
+# loop cases: C on zh reasoning, N on the answer, on reasoning and on an answer with a fenced
+# code block whose positions map back through the mask; and, under the default profile before N
+# (L, S, C, P: its premises reproduced), P on reasoning and L acting on its second hit with a
+# cut at offset 0 (nothing kept but the marker)
 LOOP_CASES = ("001", "007", "010", "014", "015", "016")
 CLEAN_CASES = ("018", "026")
+BEFORE_N = TextConfig("default", enabled=["lowdiv_tail", "lowdiv_sliding", "cycle", "pool"])
+CASE_CONFIGS = {"007": BEFORE_N, "016": BEFORE_N}  # premises reproduced: the default's N acts first on both now
 
 
 # ------------------------------------------------------------------ fixtures
@@ -116,7 +120,12 @@ def acting(text: str, channel: str, config: TextConfig | None = None) -> Acting 
 @lru_cache(maxsize=None)
 def case_acting(prefix: str) -> Acting | None:
     case = load_case(prefix)
-    return acting(case.text, case.channel)
+    return acting(case.text, case.channel, CASE_CONFIGS.get(prefix))
+
+
+def case_session(prefix: str) -> Session:
+    """A new session with the text config the case is replayed under."""
+    return Session(text_config=CASE_CONFIGS.get(prefix, TextConfig()))
 
 
 def split(text: str, size: int) -> list[str]:
@@ -247,9 +256,9 @@ def stop_index(checkpoint: int, size: int) -> int:
 def test_stops_at_the_acting_checkpoint_and_prunes(prefix: str, size: int, shape: str) -> None:
     case = load_case(prefix)
     act = case_acting(prefix)
-    assert act is not None, f"{case.name} must call for action under the default profile"
+    assert act is not None, f"{case.name} must call for action under its profile"
     rec = recorded(prefix, size, shape)
-    passed, outcome = run(rec.chunks)
+    passed, outcome = run(rec.chunks, session=case_session(prefix))
 
     j = stop_index(act.checkpoint, size)
     # everything before the acting chunk is passed through, unchanged and in order; the acting chunk is dropped
@@ -282,15 +291,17 @@ def test_stops_at_the_acting_checkpoint_and_prunes(prefix: str, size: int, shape
 
 
 def test_fixture_facts() -> None:
-    """The fixtures cover what they claim: C, P and L acting, zh, a fenced answer, a cut at 0."""
+    """The fixtures cover what they claim: C, N, P and L acting, zh, a fenced answer, a cut at 0."""
     kinds = {p: a.detection.kind for p in LOOP_CASES if (a := case_acting(p)) is not None}
-    assert kinds == {"001": "cycle", "007": "pool", "010": "cycle", "014": "lowdiv_tail",
-                     "015": "cycle", "016": "lowdiv_tail"}  # the default profile's tuned pool acts on 007
+    assert kinds == {"001": "near_cycle", "007": "pool", "010": "cycle", "014": "near_cycle",
+                     "015": "near_cycle", "016": "lowdiv_tail"}  # 007, 016 under BEFORE_N (the tuned pool on 007)
+    assert {"lowdiv_tail", "pool"} <= BEFORE_N.enabled and "lowdiv_tail" not in TextConfig().enabled
     a016 = case_acting("016")
     assert a016 is not None and a016.detection.position < a016.checkpoint  # L acted on its second hit
     a010 = case_acting("010")
     assert a010 is not None and pick_language("auto", load_case("010").text[: a010.detection.cut]) == "zh"
-    assert "```" in load_case("014").text
+    a014 = case_acting("014")
+    assert a014 is not None and "```" in load_case("014").text[: a014.detection.cut]  # the fence is kept
     a016 = case_acting("016")
     assert a016 is not None and a016.detection.cut == 0
 
@@ -328,7 +339,7 @@ def test_marker_false_keeps_exactly_the_prefix(prefix: str) -> None:
     act = case_acting(prefix)
     assert act is not None
     rec = recorded(prefix, 7)
-    _, outcome = run(rec.chunks, config={"marker": False})
+    _, outcome = run(rec.chunks, config={"marker": False}, session=case_session(prefix))
     consumed = "".join(rec.pieces[: stop_index(act.checkpoint, 7) + 1])
     kept = outcome.kept_reasoning if case.channel == "reasoning" else outcome.kept_text
     assert kept == consumed[: act.detection.cut]
@@ -686,7 +697,7 @@ def test_observe_never_alters_or_drops(prefix: str, shape: str) -> None:
     assert act is not None
     rec = recorded(prefix, 7, shape)
     snapshot = [to_namespace(c) if shape == "dict" else c for c in rec.chunks]  # deep copy of dicts
-    passed, outcome = run(rec.chunks, config={"mode": "observe"})
+    passed, outcome = run(rec.chunks, config={"mode": "observe"}, session=case_session(prefix))
     assert len(passed) == len(rec.chunks) and all(a is b for a, b in zip(passed, rec.chunks))
     if shape == "dict":
         assert [to_namespace(c) for c in rec.chunks] == snapshot  # not mutated either
@@ -1035,7 +1046,7 @@ def test_resume_messages(prefix: str, lang: str) -> None:
     act = case_acting(prefix)
     assert act is not None
     rec = recorded(prefix, 7)
-    _, outcome = run(rec.chunks)
+    _, outcome = run(rec.chunks, session=case_session(prefix))
     consumed = "".join(rec.pieces[: stop_index(act.checkpoint, 7) + 1])
     history = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Answer, please."}]
     before = json.loads(json.dumps(history))
@@ -1511,7 +1522,7 @@ def test_japanese_and_korean_cases_are_not_chinese(prefix: str) -> None:
 def test_japanese_and_korean_loops_get_english_markers_and_notes(prefix: str) -> None:
     case = load_case(prefix)
     act = case_acting(prefix)
-    assert act is not None  # 006 loops from its first character: the tuned pool cuts at 0
+    assert act is not None  # 006 loops from its first character
     rec = recorded(prefix, 7)
     _, outcome = run(rec.chunks)
     consumed = "".join(rec.pieces[: stop_index(act.checkpoint, 7) + 1])

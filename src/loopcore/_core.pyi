@@ -52,6 +52,8 @@ class ChannelStream:
         near_min_lag_share: float,
         near_min_coverage: float,
         near_max_record_share: float,
+        near_recurrence_window: int,
+        near_min_recurrence: float,
     ) -> None: ...
     @property
     def length(self) -> int: ...

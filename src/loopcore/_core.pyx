@@ -253,8 +253,8 @@ cdef class ChannelStream:
     cdef double data_share  # L/S hold back on data runs (lowdiv_max_data_share)
     cdef double art_alnum  # L/S hold back on art runs (lowdiv_art_max_alnum)
     # ---- N (near_cycle): chains of 16-bit distances between anchor k-grams
-    cdef Py_ssize_t nk, nmin_p, nmax_p, nmin_w, ntol, n_lim
-    cdef double nlag, ncov, nrec
+    cdef Py_ssize_t nk, nmin_p, nmax_p, nmin_w, ntol, n_lim, nrw
+    cdef double nlag, ncov, nrec, nrecur
     cdef uint64_t hn  # the packed k-gram ending at n_done - 1
     cdef uint32_t nkeys[NEAR_WINNOW - 1]  # anchor keys of the previous k-grams, newest first (0x10000 = none)
     cdef uint32_t* n_head  # per hash slot: 1 + the last anchor hashed there (mod 2^32; 0 = none)
@@ -265,7 +265,7 @@ cdef class ChannelStream:
     cdef Py_ssize_t n_tmask, n_nused
     cdef int32_t* n_used  # the slots filled in this block
     cdef uint64_t n_pmask  # the packed k-gram's bits: 8k of them, at most 64
-    cdef Py_ssize_t n_hbits, n_smask, n_lmask, n_best, n_mode, n_anchors
+    cdef Py_ssize_t n_hbits, n_smask, n_lmask, n_best, n_mode, n_anchors, n_recurring
     cdef int64_t n_done  # positions chained so far (N runs in blocks at checkpoints)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
@@ -420,6 +420,8 @@ cdef class ChannelStream:
         self.nlag = params["near_min_lag_share"]
         self.ncov = params["near_min_coverage"]
         self.nrec = params["near_max_record_share"]
+        self.nrw = params["near_recurrence_window"]
+        self.nrecur = params["near_min_recurrence"]
         self._allocate()
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
@@ -431,7 +433,7 @@ cdef class ChannelStream:
         return p
 
     cdef int _allocate(self) except -1:
-        cdef Py_ssize_t keep = 64, slack, size, grams, cap_u
+        cdef Py_ssize_t keep = 64, slack, size, grams, cap_u, span
         cdef Py_ssize_t p_star, cand, best, need
         self.mem = 0
         if self.e_on:
@@ -480,9 +482,9 @@ cdef class ChannelStream:
             self.n_lim = self.nmax_p + max(NEAR_MIN_TOL, self.nmax_p // self.ntol)
             # text compares reach lim + k back; the record scan a window plus one line
             # text compares reach lim + k back, the extension a window plus lim
-            keep = max(keep, self.n_lim + self.nk + self.check_every + 1,
-                       max(2 * self.nmax_p, self.nmin_w) + RECORD_MAX_LINE + 3,
-                       max(2 * self.nmax_p, self.nmin_w) + self.n_lim + 1)
+            span = max(2 * self.nmax_p, self.nmin_w, self.nrw)  # the longest window
+            keep = max(keep, self.n_lim + self.nk + self.check_every + 1, span + RECORD_MAX_LINE + 3,
+                       span + self.n_lim + 1)
             size = pow2_at_least(self.n_lim + 1)
             self.n_sprev = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_smask = size - 1
@@ -492,7 +494,7 @@ cdef class ChannelStream:
             self.n_hbits = 0
             while (<Py_ssize_t>1 << self.n_hbits) < size:
                 self.n_hbits += 1
-            size = pow2_at_least(max(2 * self.nmax_p, self.nmin_w) + self.n_lim + self.check_every + 2)
+            size = pow2_at_least(span + self.n_lim + self.check_every + 2)
             self.n_last = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_lmask = size - 1
             # a block has at most min(check_every, max_p) distinct lags: half-full at worst
@@ -1505,6 +1507,48 @@ cdef class ChannelStream:
             i = stop
         self.n_done = self.n
 
+    cdef bint _near_recurrence(self, Event* ev) noexcept nogil:
+        """_reference.ChannelStream._near_recurrence: restarts, copies of varying length."""
+        cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, lag = 0, base = self.base
+        cdef Py_ssize_t k = self.nk, w = self.nrw, covered = 0
+        if n < w or n < k or self.n_anchors == 0:
+            return False
+        if <double>self.n_recurring < self.nrecur * <double>self.n_anchors:
+            return False  # the gate: the block's anchors nearly all occurred before
+        lo = n - w
+        done = lo
+        for i in range(max(lo, k - 1), n):
+            if i < done:
+                continue
+            q = self.n_last[i & self.n_lmask]
+            if q == 0:
+                continue
+            s = max(lo, i - k + 1)
+            while s > done and s - 1 - q >= 0 and self._at(<Py_ssize_t>(s - 1 - base)) == \
+                    self._at(<Py_ssize_t>(s - 1 - q - base)):
+                s -= 1
+            e = i + 1
+            while e < n and self._at(<Py_ssize_t>(e - base)) == self._at(<Py_ssize_t>(e - q - base)):
+                e += 1
+            if e - s < 2 * k:
+                continue
+            if cut < 0:
+                cut = s
+                lag = q
+            covered += e - max(s, done)
+            done = e
+        if cut < 0 or <double>covered < self.nrecur * <double>w:
+            return False
+        if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
+            return False
+        ev.start = self._map(cut - lag if cut > lag else 0)
+        ev.cut = self._map(cut)
+        ev.ev0 = lag
+        ev.ev1 = covered
+        ev.ev2 = w
+        ev.coverage = <double>covered / <double>w
+        return True
+
     cdef int64_t _near_extend(self, int64_t e, int64_t q, Py_ssize_t p, Py_ssize_t tol,
                               int64_t* gaps) noexcept nogil:
         """_reference.near_extend from ``e`` at lag ``q``; returns the end, adds to ``gaps``."""
@@ -1674,13 +1718,14 @@ cdef class ChannelStream:
         cdef bint held
         cdef Py_ssize_t j
         self._near_catch_up()
-        held = self._near_eval(ev)
+        held = self._near_eval(ev) or self._near_recurrence(ev)
         for j in range(self.n_nused):
             self.n_lag[self.n_used[j]] = 0
         self.n_nused = 0
         self.n_best = 0
         self.n_mode = 0
         self.n_anchors = 0
+        self.n_recurring = 0
         return held
 
     cdef bint _near_eval(self, Event* ev) noexcept nogil:
@@ -1867,7 +1912,7 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
     cdef uint16_t* lags = st.n_lag
     cdef Py_ssize_t tmask = st.n_tmask, t
     cdef Py_ssize_t lmask = st.n_lmask, smask = st.n_smask, m = 0, x, j, at
-    cdef Py_ssize_t k = st.nk, best = st.n_best, mode = st.n_mode
+    cdef Py_ssize_t k = st.nk, best = st.n_best, mode = st.n_mode, recurring = 0
     cdef int64_t first = st.nk - 1, pos, d, found, head_d, lim = st.n_lim
     cdef int64_t min_p = st.nmin_p, max_p = st.nmax_p
     cdef int shift = 48 - st.n_hbits
@@ -1928,6 +1973,7 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
             if d > lim:
                 break
         last[pos & lmask] = <uint16_t>found
+        recurring += found != 0
         if found >= min_p and found <= max_p:
             t = <Py_ssize_t>((<uint32_t>found * 0x9E3779B1U) >> 16) & tmask
             while lags[t] != 0 and lags[t] != found:
@@ -1943,6 +1989,7 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
                 mode = found
     st.n_best = best
     st.n_mode = mode
+    st.n_recurring += recurring
 
 
 cdef object _ucs4_str(const cp_t* text, Py_ssize_t length):

@@ -339,12 +339,13 @@ PARAMS = (
     "p_on", "pool_window", "pool_min_coverage", "pool_max_phrase_chars", "pool_min_occurrences",
     "pool_min_distinct", "pool_max_distinct", "pool_skip_key_value",
     "n_on", "near_ngram", "near_min_period", "near_max_period", "near_min_window", "near_tolerance",
-    "near_min_lag_share", "near_min_coverage", "near_max_record_share",
+    "near_min_lag_share", "near_min_coverage", "near_max_record_share", "near_recurrence_window",
+    "near_min_recurrence",
 )
 _FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value", "n_on"}
 #: Shares in (0, 1] (``near_max_record_share`` may be 1: never hold back; above 1 is refused).
 _SHARES = ("pool_min_coverage", "lowdiv_max_data_share", "near_min_lag_share", "near_min_coverage",
-           "near_max_record_share")
+           "near_max_record_share", "near_min_recurrence")
 #: Integer parameters: (minimum, maximum).  The maxima bound memory per stream.
 INT_RANGES = {
     "check_every": (1, 1_000_000), "min_chars": (0, 1_000_000), "window": (1, 1_000_000),
@@ -358,7 +359,7 @@ INT_RANGES = {
     "pool_min_occurrences": (1, 1_000), "pool_min_distinct": (1, 1_000), "pool_max_distinct": (1, 1_000),
     # N keeps 16-bit distances: period + period // tolerance must stay below 65,536
     "near_ngram": (1, 64), "near_min_period": (1, 16_000), "near_max_period": (1, 16_000),
-    "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000),
+    "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000), "near_recurrence_window": (1, 32_000),
 }
 
 
@@ -449,6 +450,8 @@ class ChannelStream:
         self.near_min_lag_share = params["near_min_lag_share"]
         self.near_min_coverage = params["near_min_coverage"]
         self.near_max_record_share = params["near_max_record_share"]
+        self.near_recurrence_window = params["near_recurrence_window"]
+        self.near_min_recurrence = params["near_min_recurrence"]
 
         self._t: list[str] = []  # the masked text, one character per item
         self._orig: list[int] = []  # original offset of each character of t
@@ -738,13 +741,24 @@ class ChannelStream:
 
         ``cut`` = the first covered position of the window (the second copy: one copy is
         kept), ``start = max(0, cut - p)``.  Evidence: ``period``, ``coverage``.
+
+        When that does not fire, the *recurrence* check (restarts: copies whose lengths vary,
+        such as a sentence re-emitted cut at different words), if at least
+        ``near_min_recurrence`` of the anchors since the previous checkpoint have an earlier
+        anchor ending the same k-gram within ``lim``: the window
+        ``t[n-wr:n]``, ``wr = near_recurrence_window``, walked as above but each anchor
+        extended exactly (no edits) at its own lag, the distance to the nearest earlier anchor
+        ending the same k-gram (within ``lim``); a segment counts when it is at least ``2k``
+        long.  Fires when ``covered >= near_min_recurrence * wr`` and the window is not
+        mostly record lines; ``period`` is then the lag of the first segment, which starts
+        at ``cut``.
         """
         n, k = len(t), self.near_ngram
         if n < self.near_min_window or n < k:
             return None
         max_p, div = self.near_max_period, self.near_tolerance
         lim = max_p + near_tolerance(max_p, div)
-        reach = max(2 * max_p, self.near_min_window) + lim + self.check_every + k
+        reach = max(2 * max_p, self.near_min_window, self.near_recurrence_window) + lim + self.check_every + k
         first = max(k - 1, n - reach)
         anchors = near_anchors(t, k, first, n)
         ends: dict[str, list[int]] = {}
@@ -755,12 +769,17 @@ class ChannelStream:
             """Earlier anchors ending the k-gram that ends at anchor ``i``, nearest first."""
             return [j for j in reversed(ends[t[i - k + 1:i + 1]]) if j < i]
 
+        return self._near_periodic(t, anchors, before, lim) or self._near_recurrence(t, anchors, before, lim)
+
+    def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int):
+        n, k = len(t), self.near_ngram
+        div = self.near_tolerance
         b0 = max(k - 1, n - (n % self.check_every or self.check_every))
         block = [i for i in anchors if i >= b0]
         lags = []
         for i in block:
             earlier = before(i)
-            if earlier and i - earlier[0] <= lim and self.near_min_period <= i - earlier[0] <= max_p:
+            if earlier and i - earlier[0] <= lim and self.near_min_period <= i - earlier[0] <= self.near_max_period:
                 lags.append(i - earlier[0])
         if not lags:
             return None
@@ -793,6 +812,42 @@ class ChannelStream:
         if record_chars(t, lo, n) >= self.near_max_record_share * w:
             return None
         return self._map(max(0, cut - p)), self._map(cut), {"period": p, "coverage": covered / w}
+
+    def _near_recurrence(self, t: str, anchors: list[int], before: Any, lim: int):
+        n, k, w = len(t), self.near_ngram, self.near_recurrence_window
+        if n < w:
+            return None
+        b0 = max(k - 1, n - (n % self.check_every or self.check_every))
+        block = [i for i in anchors if i >= b0]
+        recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= lim)
+        if not block or recurring < self.near_min_recurrence * len(block):
+            return None  # the gate: the block's anchors nearly all occurred before
+        lo = n - w
+        covered, done, cut, lag = 0, lo, -1, 0
+        for i in anchors:
+            if i < max(lo, done):
+                continue
+            earlier = before(i)
+            if not earlier or i - earlier[0] > lim:
+                continue
+            q = i - earlier[0]
+            s = max(lo, i - k + 1)
+            while s > max(lo, done) and s - 1 - q >= 0 and t[s - 1] == t[s - 1 - q]:
+                s -= 1
+            e = i + 1
+            while e < n and t[e] == t[e - q]:
+                e += 1
+            if e - s < 2 * k:
+                continue
+            if cut < 0:
+                cut, lag = s, q
+            covered += e - max(s, done)
+            done = e
+        if cut < 0 or covered < self.near_min_recurrence * w:
+            return None
+        if record_chars(t, lo, n) >= self.near_max_record_share * w:
+            return None
+        return self._map(max(0, cut - lag)), self._map(cut), {"period": lag, "coverage": covered / w}
 
     def _pool(self, t: str):
         sentences = split_sentences(t, self.pool_skip_key_value)

@@ -117,6 +117,7 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     "near_max_period": (4000, 1, 16_000),
     "near_min_window": (600, 1, 100_000),
     "near_tolerance": (16, 1, _BIG),
+    "near_recurrence_window": (1000, 1, 32_000),
     # policy
     "fuse_hits_before_action": (2, 1, _BIG),
 }
@@ -126,6 +127,7 @@ _SHARE_KEYS: dict[str, float] = {
     "near_min_lag_share": 0.35,
     "near_min_coverage": 0.82,
     "near_max_record_share": 0.5,
+    "near_min_recurrence": 0.95,
 }
 
 
@@ -184,7 +186,8 @@ class TextConfig:
     (5), ``near_min_period`` (1), ``near_max_period`` (4000), ``near_min_window``
     (600), ``near_tolerance`` (16: lags within ``max(2, p // 16)`` of the
     period count), ``near_min_lag_share`` (0.35), ``near_min_coverage`` (0.82),
-    ``near_max_record_share`` (0.5); ``skip_code_blocks``
+    ``near_max_record_share`` (0.5), ``near_recurrence_window`` (1000: restarts,
+    copies of varying length), ``near_min_recurrence`` (0.95); ``skip_code_blocks``
     (True: fenced code is masked on the text channel), ``fuse_hits_before_action`` (2), ``watch``
     (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the profile's
     kinds; a collection of kind names or seed letters).
@@ -219,6 +222,7 @@ class TextConfig:
     near_min_lag_share: float
     near_min_coverage: float
     near_max_record_share: float
+    near_min_recurrence: float
     check_every: int
     min_chars: int
     window: int
@@ -246,6 +250,7 @@ class TextConfig:
     near_min_period: int
     near_max_period: int
     near_min_window: int
+    near_recurrence_window: int
     near_tolerance: int
     fuse_hits_before_action: int
 
@@ -371,6 +376,8 @@ class TextConfig:
             "near_min_lag_share": self.near_min_lag_share,
             "near_min_coverage": self.near_min_coverage,
             "near_max_record_share": self.near_max_record_share,
+            "near_recurrence_window": self.near_recurrence_window,
+            "near_min_recurrence": self.near_min_recurrence,
         }
 
     def __eq__(self, other: object) -> bool:
