@@ -55,7 +55,7 @@ def test_unknown_profile() -> None:
 def test_profiles_enable_the_seed_sets() -> None:
     assert TextConfig("fuse").enabled == {"exact_tail", "lowdiv_tail", "lowdiv_sliding"}
     assert TextConfig("rescue").enabled == {"cycle", "pool"}
-    assert TextConfig().enabled == {"cycle", "pool", "near_cycle"}  # docs/detection.md: why not E, L, S
+    assert TextConfig().enabled == {"cycle", "pool", "near_cycle", "salad"}  # docs/detection.md: why not E, L, S
     assert TextConfig(enabled=["C", "pool"]).enabled == {"cycle", "pool"}
     assert TextConfig("fuse").window == 600 and TextConfig("rescue").cycle_scan_chars == 12000
 
@@ -226,7 +226,7 @@ def test_both_implementations_share_the_api() -> None:
     names = {"feed", "finish", "length", "masked_length", "hits", "fuse_checkpoints", "finished", "memory_bytes"}
     for module in impls.values():
         assert names <= set(dir(module.ChannelStream))
-        assert module.KINDS == ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool", "near_cycle")
+        assert module.KINDS == ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool", "near_cycle", "salad")
 
 
 def test_public_names() -> None:
@@ -260,8 +260,9 @@ def test_memory_per_channel_at_defaults_within_136_kib() -> None:
     * slot chains: pow2(4251) = 8192 x 2 bytes; hash heads: 8192 / 2 x 4 bytes;
     * distances per position over window + lim + check_every: pow2(12452) = 16384 x 2 bytes;
     * the block's lag table: pow2(2 x 200 + 2) = 512 x (2 + 4) bytes, and 256 used-slot indices x 4;
-    * the buffer keeps 12251 code points (window + lim + 1) instead of C's 12001, plus a third
-      as slack: 16334 - 16001 bytes more at Latin-1.
+    * the buffer keeps 12251 code points (window + lim + 1) instead of C's 12001, plus half as
+      slack: 18376 - 18001 bytes more at Latin-1;
+    * T's distinct-count table: pow2(2 x 32 + 2) = 128 keys and stamps x 4 bytes each.
     """
     if "cython" not in loopcore.implementations():
         pytest.skip("the compiled core is not built")
@@ -272,9 +273,9 @@ def test_memory_per_channel_at_defaults_within_136_kib() -> None:
     assert seed.memory_bytes <= 64 * 1024  # Latin-1 text, before any scratch is needed
     assert rescue.memory_bytes - seed.memory_bytes == (4 * 30 + 1) * 16 * 4
     n_tables = 8192 * 2 + 4096 * 4 + 16384 * 2 + 512 * (2 + 4) + 256 * 4
-    assert stream.memory_bytes - rescue.memory_bytes == n_tables + (16334 - 16001)
+    assert stream.memory_bytes - rescue.memory_bytes == n_tables + (18376 - 18001) + 128 * 4 * 2
     prose = letters(20_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüéèàçñ .,;:!?", 9)
-    stream.feed(prose)  # Latin-1 prose: no cycle candidate, N needs no scratch
+    stream.feed(prose)  # Latin-1 prose: no cycle candidate, N and T need no scratch
     assert stream.memory_bytes <= 136 * 1024
 
 

@@ -420,9 +420,9 @@ SEED = {
     # profile: (caught of 17 text loops, missed files, not-loop files that fire)
     "fuse": (13, {"006", "008", "009", "011"}, {"033"}),
     "rescue": (10, {"004", "008", "009", "011", "012", "014", "016"}, set()),
-    # default (C, P, N): the emoji/kaomoji salad (no period, no recurring phrase or k-gram) is
-    # missed; the hex dump 033 is record lines (offset-led), which N holds back on
-    "default": (16, {"008"}, set()),
+    # default (C, P, N, T): every loop, the emoji/kaomoji salad 008 by T; the hex dump 033 is
+    # record lines (offset-led), which N holds back on
+    "default": (17, set(), set()),
 }
 
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-KINDS: tuple[str, str, str, str, str, str]
+KINDS: tuple[str, str, str, str, str, str, str]
 
 RawDetection = tuple[str, int, int, int, dict[str, Any]]
 
@@ -54,6 +54,11 @@ class ChannelStream:
         near_max_record_share: float,
         near_recurrence_window: int,
         near_min_recurrence: float,
+        t_on: bool,
+        salad_window: int,
+        salad_max_unique: int,
+        salad_max_alnum: float,
+        salad_max_space: float,
     ) -> None: ...
     @property
     def length(self) -> int: ...

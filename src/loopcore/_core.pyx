@@ -48,8 +48,9 @@ cdef enum:
     K_C = 3
     K_P = 4
     K_N = 5
-    N_KINDS = 6
-    MAX_EVENTS = 24  # >= 3 emits per original character x 6 kinds
+    K_T = 6
+    N_KINDS = 7
+    MAX_EVENTS = 24  # >= 3 emits per original character x 7 kinds
     MAX_PHR = 8
     SCAN_BLOCK = 64
 
@@ -74,6 +75,8 @@ cdef Py_ssize_t ART_MIN_SYMBOLS = _reference.ART_MIN_SYMBOLS
 assert ART_MIN_SYMBOLS <= 4  # the symbol array of _art_run holds 4
 
 cdef Py_ssize_t RECORD_MAX_LINE = _reference.RECORD_MAX_LINE
+cdef Py_ssize_t SALAD_WORD = _reference.SALAD_WORD
+cdef Py_ssize_t SALAD_GATE = _reference.SALAD_GATE
 # N's constants (_reference.NEAR_*; checked equal below)
 cdef enum:
     NEAR_CHUNK = 256  # positions N hashes before linking their anchors
@@ -217,7 +220,7 @@ cdef class ChannelStream:
     All parameters are keyword-only and required; they are the detector keys
     of SPEC §2 (:class:`loopguard.TextConfig` documents and validates them).
     ``mask_code`` removes fenced code from what the detectors see (SPEC §2.6);
-    ``e_on``/``l_on``/``s_on``/``c_on``/``p_on``/``n_on`` enable E, L, S, C, P, N.
+    ``e_on``/``l_on``/``s_on``/``c_on``/``p_on``/``n_on``/``t_on`` enable E, L, S, C, P, N, T.
 
     Memory is bounded by the config (:attr:`memory_bytes`): a linear buffer of
     ``keep + slack`` code points (``keep`` = the longest look-back of the
@@ -225,11 +228,11 @@ cdef class ChannelStream:
     bytes per code point like PEP 393 (widened when a wider code point
     arrives), two rings of 16-bit gram hashes (E, C), the pool's sentence
     records (P), N's slot chains, hash heads, distance ring and lag table
-    (68 KiB at the defaults), and scratch allocated once on first need (the
-    n-gram table of L/S, the Z array of C).  At the ``default`` profile: 131.4
-    KiB for Latin-1 text, 147.3 KiB once a BMP code point arrives, 179.2 KiB
-    once an astral one does, and at most 195 KiB with the scratch; ``fuse``:
-    20.9 to 109 KiB; ``rescue``: 55.5 to 118 KiB.
+    (68 KiB at the defaults), T's distinct-count table, and scratch allocated
+    once on first need (the n-gram table of L/S, the Z array of C).  At the
+    ``default`` profile: 134.4 KiB for Latin-1 text, 152.4 KiB once a BMP code
+    point arrives, 188.3 KiB once an astral one does, and at most 204 KiB with
+    the scratch; ``fuse``: 21.7 to 112 KiB; ``rescue``: 57.5 to 126 KiB.
 
     Raises
     ------
@@ -242,7 +245,9 @@ cdef class ChannelStream:
     """
 
     # ---- config
-    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv, n_on
+    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv, n_on, t_on
+    cdef Py_ssize_t salad_w, salad_u
+    cdef double salad_alnum, salad_space
     cdef Py_ssize_t check_every, min_chars, window, history, repeats
     cdef int64_t next_cp, next_win  # t lengths of the next checkpoint / S window
     cdef Py_ssize_t lowdiv_window, ngram, lowdiv_max_unique, lowdiv_min_repeat
@@ -422,6 +427,11 @@ cdef class ChannelStream:
         self.nrec = params["near_max_record_share"]
         self.nrw = params["near_recurrence_window"]
         self.nrecur = params["near_min_recurrence"]
+        self.t_on = params["t_on"]
+        self.salad_w = params["salad_window"]
+        self.salad_u = params["salad_max_unique"]
+        self.salad_alnum = params["salad_max_alnum"]
+        self.salad_space = params["salad_max_space"]
         self._allocate()
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
@@ -504,9 +514,13 @@ cdef class ChannelStream:
             self.n_tmask = size - 1
             self.n_used = <int32_t*>self._alloc((size // 2) * sizeof(int32_t))
             self.n_pmask = (<uint64_t>1 << (8 * self.nk)) - 1 if self.nk < 8 else <uint64_t>0xFFFFFFFFFFFFFFFF
-        if self.l_on or self.s_on:
+        if self.t_on:
+            keep = max(keep, self.salad_w + 1)
+        if self.l_on or self.s_on or self.t_on:
             cap_u = 1
             grams = 1
+            if self.t_on:
+                cap_u = max(cap_u, min(self.salad_u, self.salad_w))
             if self.l_on:
                 cap_u = max(cap_u, min(self.lowdiv_max_unique, self.lowdiv_window))
                 self.lg_mask = pow2_at_least(2 * max(1, self.lowdiv_window - self.ngram + 1) + 2) - 1
@@ -520,7 +534,7 @@ cdef class ChannelStream:
             size = pow2_at_least(2 * grams + 2)
             self.ng_mask = size - 1  # the table itself is allocated on first need
             self.ng_pow = powmod61(NGB, self.ngram)
-        slack = max(1024, keep // 3)
+        slack = max(1024, keep // 2)
         self.keep = keep
         self.cap = keep + slack
         self.buf = malloc(self.cap)
@@ -698,6 +712,8 @@ cdef class ChannelStream:
                 evidence = {"period": ev.ev0, "copies": ev.ev1, "length": ev.ev2}
             elif ev.kind == K_N:
                 evidence = {"period": ev.ev0, "coverage": ev.coverage}
+            elif ev.kind == K_T:
+                evidence = {"unique": ev.ev0, "alnum": <double>ev.ev1 / <double>ev.ev2}
             else:
                 phrases = []
                 for j in range(ev.nphr):
@@ -1775,6 +1791,51 @@ cdef class ChannelStream:
         ev.coverage = <double>covered / <double>w
         return True
 
+    cdef bint _salad(self, Event* ev) noexcept nogil:
+        """_reference.ChannelStream._salad: a window of few symbols and no words."""
+        cdef int64_t n = self.n, lo, i, cut
+        cdef Py_ssize_t w = self.salad_w, alnum = 0, space = 0, unique, run = 0
+        cdef double max_alnum = self.salad_alnum * <double>w, max_space = self.salad_space * <double>w
+        cdef cp_t c
+        if n < w:
+            return False
+        lo = n - w
+        # the gate (part of the rule): the last SALAD_GATE code points alone; prose fails it
+        # within a few words
+        for i in range(n - min(<int64_t>SALAD_GATE, w), n):
+            if is_alnum(self._at(<Py_ssize_t>(i - self.base))):
+                alnum += 1
+                if <double>alnum >= self.salad_alnum * <double>min(<int64_t>SALAD_GATE, w):
+                    return False
+        alnum = 0
+        for i in range(lo, n):
+            c = self._at(<Py_ssize_t>(i - self.base))
+            if is_alnum(c):
+                alnum += 1
+                if <double>alnum >= max_alnum:
+                    return False
+            elif is_space(c):
+                space += 1
+        if <double>space >= max_space:
+            return False
+        unique = self._distinct(lo, n, self.salad_u)
+        if unique >= self.salad_u:
+            return False
+        cut = lo
+        for i in range(lo, n):
+            c = self._at(<Py_ssize_t>(i - self.base))
+            if is_alnum(c):
+                run += 1
+                if run >= SALAD_WORD:
+                    cut = i + 1
+            else:
+                run = 0
+        ev.start = ev.cut = self._map(cut)
+        ev.ev0 = unique
+        ev.ev1 = alnum
+        ev.ev2 = w
+        return True
+
     cdef bint _is_phrase_group(self, Py_ssize_t g) noexcept nogil:
         return self.grp_count[g] >= self.pool_min_occ
 
@@ -1859,6 +1920,7 @@ cdef class ChannelStream:
         holds[K_C] = self.c_on and self._cycle(&found[K_C])
         holds[K_P] = self.p_on and self._pool(&found[K_P])
         holds[K_N] = self.n_on and self._near(&found[K_N])
+        holds[K_T] = self.t_on and self._salad(&found[K_T])
         if holds[K_E] or holds[K_L] or holds[K_S]:
             self.fuse_cp += 1
         position = self._map(self.n)

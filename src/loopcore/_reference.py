@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: Detection kinds in evaluation order (E, L, S, C, P, N).
-KINDS = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool", "near_cycle")
+KINDS = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool", "near_cycle", "salad")
 
 #: At most this many phrases are listed in a pool detection's evidence (SPEC §2.5).
 MAX_EVIDENCE_PHRASES = 8
@@ -213,6 +213,11 @@ def near_anchors(t: str, k: int, lo: int, n: int) -> list[int]:
 #: N's right extension skips at most this many edited code points at a time.
 NEAR_GAP = 8
 
+#: T's word: this many alphanumeric code points in a row end the text before a salad.
+SALAD_WORD = 3
+#: T looks at the last this many code points first (prose fails there within a few words).
+SALAD_GATE = 50
+
 #: N's smallest lag tolerance: an insertion and a deletion between two copies.
 NEAR_MIN_TOL = 2
 
@@ -341,11 +346,12 @@ PARAMS = (
     "n_on", "near_ngram", "near_min_period", "near_max_period", "near_min_window", "near_tolerance",
     "near_min_lag_share", "near_min_coverage", "near_max_record_share", "near_recurrence_window",
     "near_min_recurrence",
+    "t_on", "salad_window", "salad_max_unique", "salad_max_alnum", "salad_max_space",
 )
-_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value", "n_on"}
+_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value", "n_on", "t_on"}
 #: Shares in (0, 1] (``near_max_record_share`` may be 1: never hold back; above 1 is refused).
 _SHARES = ("pool_min_coverage", "lowdiv_max_data_share", "near_min_lag_share", "near_min_coverage",
-           "near_max_record_share", "near_min_recurrence")
+           "near_max_record_share", "near_min_recurrence", "salad_max_alnum", "salad_max_space")
 #: Integer parameters: (minimum, maximum).  The maxima bound memory per stream.
 INT_RANGES = {
     "check_every": (1, 1_000_000), "min_chars": (0, 1_000_000), "window": (1, 1_000_000),
@@ -360,6 +366,7 @@ INT_RANGES = {
     # N keeps 16-bit distances: period + period // tolerance must stay below 65,536
     "near_ngram": (1, 64), "near_min_period": (1, 16_000), "near_max_period": (1, 16_000),
     "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000), "near_recurrence_window": (1, 32_000),
+    "salad_window": (1, 100_000), "salad_max_unique": (1, 1_000_000),
 }
 
 
@@ -452,6 +459,9 @@ class ChannelStream:
         self.near_max_record_share = params["near_max_record_share"]
         self.near_recurrence_window = params["near_recurrence_window"]
         self.near_min_recurrence = params["near_min_recurrence"]
+        self.t_on, self.salad_window = params["t_on"], params["salad_window"]
+        self.salad_max_unique = params["salad_max_unique"]
+        self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
 
         self._t: list[str] = []  # the masked text, one character per item
         self._orig: list[int] = []  # original offset of each character of t
@@ -617,6 +627,7 @@ class ChannelStream:
             "cycle": self._cycle(t) if self.c_on else None,
             "pool": self._pool(t) if self.p_on else None,
             "near_cycle": self._near_cycle(t) if self.n_on else None,
+            "salad": self._salad(t) if self.t_on else None,
         }
         position = self._map(n)
         if any(results[kind] is not None for kind in KINDS[:3]):
@@ -848,6 +859,40 @@ class ChannelStream:
         if record_chars(t, lo, n) >= self.near_max_record_share * w:
             return None
         return self._map(max(0, cut - lag)), self._map(cut), {"period": lag, "coverage": covered / w}
+
+    def _salad(self, t: str):
+        """T -- token salad: random picks from a few symbols (emoji, kaomoji), no words.
+
+        The last ``min(SALAD_GATE, w)`` code points and the window ``t[n-w:n]``,
+        ``w = salad_window``, each under ``salad_max_alnum`` alphanumeric; the window with
+        fewer than ``salad_max_unique``
+        distinct code points (``str.isalnum`` counts alphanumerics) and under
+        ``salad_max_space`` whitespace (``str.isspace``).
+        ``start = cut`` = the end of the window's last run of at least
+        :data:`SALAD_WORD` alphanumeric code points (the last word before the salad), or the
+        window's start.  Evidence: ``unique``, ``alnum`` (the share).
+        """
+        n, w = len(t), self.salad_window
+        if n < w:
+            return None
+        gate = t[n - min(SALAD_GATE, w):]
+        if sum(1 for ch in gate if ch.isalnum()) >= self.salad_max_alnum * len(gate):
+            return None
+        window = t[n - w:]
+        alnum = sum(1 for ch in window if ch.isalnum())
+        if alnum >= self.salad_max_alnum * w:
+            return None
+        if sum(1 for ch in window if ch.isspace()) >= self.salad_max_space * w:
+            return None
+        unique = len(set(window))
+        if unique >= self.salad_max_unique:
+            return None
+        cut, run = n - w, 0
+        for i in range(n - w, n):
+            run = run + 1 if t[i].isalnum() else 0
+            if run >= SALAD_WORD:
+                cut = i + 1
+        return self._map(cut), self._map(cut), {"unique": unique, "alnum": alnum / w}
 
     def _pool(self, t: str):
         sentences = split_sentences(t, self.pool_skip_key_value)

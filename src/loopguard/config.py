@@ -17,11 +17,13 @@ DETECTOR_KINDS: dict[str, str] = {
     "C": "cycle",
     "P": "pool",
     "N": "near_cycle",
+    "T": "salad",
 }
 _KIND_ORDER = tuple(DETECTOR_KINDS.values())
 _FUSE = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
 _RESCUE = frozenset({"cycle", "pool"})
 _NEAR = frozenset({"near_cycle"})
+_SALAD = frozenset({"salad"})
 
 #: Detectors each profile enables.  ``fuse`` and ``rescue`` are the seeds' own
 #: sets (002 and 003) and never change; ``default`` is loopguard's tuned set.
@@ -34,7 +36,7 @@ _NEAR = frozenset({"near_cycle"})
 PROFILES: dict[str, frozenset[str]] = {
     "fuse": _FUSE,
     "rescue": _RESCUE,
-    "default": _RESCUE | _NEAR,
+    "default": _RESCUE | _NEAR | _SALAD,
 }
 
 #: Where a profile departs from the SPEC numbers, and why (SPEC §2.7: only ``default`` is tuned).
@@ -118,6 +120,9 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     "near_min_window": (600, 1, 100_000),
     "near_tolerance": (16, 1, _BIG),
     "near_recurrence_window": (1000, 1, 32_000),
+    # T -- token salad (loopguard's own; off in the seed profiles)
+    "salad_window": (600, 1, 100_000),
+    "salad_max_unique": (32, 1, _BIG),
     # policy
     "fuse_hits_before_action": (2, 1, _BIG),
 }
@@ -128,6 +133,8 @@ _SHARE_KEYS: dict[str, float] = {
     "near_min_coverage": 0.82,
     "near_max_record_share": 0.5,
     "near_min_recurrence": 0.95,
+    "salad_max_alnum": 0.25,
+    "salad_max_space": 0.5,
 }
 
 
@@ -162,7 +169,7 @@ class TextConfig:
 
     ``TextConfig(profile="default", **overrides)``.  The profile sets which
     detectors are enabled: ``"fuse"`` = E, L, S exactly as seed 002;
-    ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = C, P, N
+    ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = C, P, N, T
     (docs/detection.md says why not E, L, S), at the
     SPEC numbers except where :data:`PROFILE_OVERRIDES` tunes them (with the
     reason).  Every other key defaults to the SPEC number; lengths and
@@ -187,7 +194,9 @@ class TextConfig:
     (600), ``near_tolerance`` (16: lags within ``max(2, p // 16)`` of the
     period count), ``near_min_lag_share`` (0.35), ``near_min_coverage`` (0.82),
     ``near_max_record_share`` (0.5), ``near_recurrence_window`` (1000: restarts,
-    copies of varying length), ``near_min_recurrence`` (0.95); ``skip_code_blocks``
+    copies of varying length), ``near_min_recurrence`` (0.95); T (token salad):
+    ``salad_window`` (600), ``salad_max_unique`` (32), ``salad_max_alnum`` (0.25),
+    ``salad_max_space`` (0.5); ``skip_code_blocks``
     (True: fenced code is masked on the text channel), ``fuse_hits_before_action`` (2), ``watch``
     (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the profile's
     kinds; a collection of kind names or seed letters).
@@ -223,6 +232,8 @@ class TextConfig:
     near_min_coverage: float
     near_max_record_share: float
     near_min_recurrence: float
+    salad_max_alnum: float
+    salad_max_space: float
     check_every: int
     min_chars: int
     window: int
@@ -251,6 +262,8 @@ class TextConfig:
     near_max_period: int
     near_min_window: int
     near_recurrence_window: int
+    salad_window: int
+    salad_max_unique: int
     near_tolerance: int
     fuse_hits_before_action: int
 
@@ -378,6 +391,11 @@ class TextConfig:
             "near_max_record_share": self.near_max_record_share,
             "near_recurrence_window": self.near_recurrence_window,
             "near_min_recurrence": self.near_min_recurrence,
+            "t_on": "salad" in on,
+            "salad_window": self.salad_window,
+            "salad_max_unique": self.salad_max_unique,
+            "salad_max_alnum": self.salad_max_alnum,
+            "salad_max_space": self.salad_max_space,
         }
 
     def __eq__(self, other: object) -> bool:

@@ -111,7 +111,7 @@ MAX_ATTEMPT_CALLS = 1024
 LANG_SAMPLE_CHARS = 2000
 
 _BIG = 1_000_000
-_RESCUE_KINDS = frozenset({"cycle", "pool", "near_cycle"})
+_RESCUE_KINDS = frozenset({"cycle", "pool", "near_cycle", "salad"})
 _CHANNEL_NAMES = {"reasoning": ("reasoning", "推理"), "text": ("answer", "正文")}
 _SERIAL = itertools.count(1)
 

@@ -199,8 +199,8 @@ class TextLoopDetector:
     def action_required(self, channel: str | None = None) -> bool:
         """Whether the detections call for action (SPEC §2.6).
 
-        C/P (the 003 "rescue" family) and N (near_cycle, which confirms a cycle the way C
-        does) call for action at their first hit; E/L/S
+        C/P (the 003 "rescue" family), N (near_cycle, which confirms a cycle the way C
+        does) and T (salad: no words at all) call for action at their first hit; E/L/S
         (the 002 "fuse" family) once some fuse detector has held at
         ``fuse_hits_before_action`` checkpoints of one attempt.
         """
@@ -212,7 +212,7 @@ class TextLoopDetector:
             if stream.fuse_checkpoints >= self.config.fuse_hits_before_action:
                 return True
             hits = stream.hits
-            if hits["cycle"] or hits["pool"] or hits["near_cycle"]:
+            if hits["cycle"] or hits["pool"] or hits["near_cycle"] or hits["salad"]:
                 return True
         return False
 
