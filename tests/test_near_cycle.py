@@ -252,3 +252,18 @@ def test_extension_across_edits_by_hand() -> None:
     assert near_extend(digit + unit[:20] + "2" + unit[21:], 50, 100, 50, p, tol, k) == (70, 0)
     wide = unit + unit[:20] + "#" * (NEAR_GAP + 1) + unit[29:]
     assert near_extend(wide, 50, 100, 50, p, tol, k) == (70, 0)
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_a_unit_with_an_inner_repeat_is_found_by_its_votes(impl: str) -> None:
+    """The probe's loop "be the the the in as" (period 20, 1.6 % noise; hypothesis found it):
+    most anchors' nearest lag is the inner 4 (" the "), whose window fails; each anchor's vote
+    for its first four earlier occurrences makes 20 the next candidate, and its window of 600
+    is 93 % covered at 1,800 (the loop starts at 1,118; its second copy at 1,138)."""
+    from test_quality_probe import quality
+
+    sample = quality.make_loop("loop_ascii", 1, 2, period=20, noise=0.015625)
+    assert (sample.loop_start, sample.first_repeat) == (1118, 1138)
+    found = detect(sample.text, N_ONLY, impl, channel="reasoning")
+    assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1200)]
+    assert found[0]["evidence"] == {"period": 20, "coverage": 558 / 600}

@@ -83,8 +83,11 @@ cdef enum:
     NEAR_GAP = 8
     NEAR_WINNOW = 6
     NEAR_MIN_TOL = 2
-assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL) == (
-    _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL)
+    NEAR_CANDIDATES = 3
+    NEAR_VOTES = 4
+assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_CANDIDATES, NEAR_VOTES) == (
+    _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_CANDIDATES,
+    _reference.NEAR_VOTES)
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
@@ -507,7 +510,8 @@ cdef class ChannelStream:
             size = pow2_at_least(span + self.n_lim + self.check_every + 2)
             self.n_last = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_lmask = size - 1
-            # a block has at most min(check_every, max_p) distinct lags: half-full at worst
+            # a block has at most min(check_every, max_p) distinct nearest lags, and the votes
+            # are capped at as many distinct lags: half-full at worst
             size = pow2_at_least(2 * min(self.check_every, self.nmax_p) + 2)
             self.n_lag = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_count = <uint32_t*>self._alloc(size * sizeof(uint32_t))
@@ -1732,12 +1736,9 @@ cdef class ChannelStream:
     cdef bint _near(self, Event* ev) noexcept nogil:
         """N at a checkpoint; starts the next block's lag histogram."""
         cdef bint held
-        cdef Py_ssize_t j
         self._near_catch_up()
         held = self._near_eval(ev) or self._near_recurrence(ev)
-        for j in range(self.n_nused):
-            self.n_lag[self.n_used[j]] = 0
-        self.n_nused = 0
+        self._near_table_clear()
         self.n_best = 0
         self.n_mode = 0
         self.n_anchors = 0
@@ -1745,21 +1746,128 @@ cdef class ChannelStream:
         return held
 
     cdef bint _near_eval(self, Event* ev) noexcept nogil:
-        cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, gaps
-        cdef Py_ssize_t k = self.nk, p = self.n_mode, tol, w, within = 0, covered = 0
-        cdef uint16_t d
+        """N's periodic check (_reference.ChannelStream._near_periodic): the most frequent
+        nearest lag, then, when its window fails, the most voted other lags."""
+        cdef int64_t n = self.n, i, b0
+        cdef Py_ssize_t k = self.nk, p, tol, within, r, j, slot
+        cdef Py_ssize_t cand[NEAR_CANDIDATES]
+        cdef uint32_t votes[NEAR_CANDIDATES]
+        cdef uint32_t c
+        cdef Py_ssize_t ncand = 0, j2, p1
+        cdef int64_t d, d2
         if n < self.nmin_w or n < k or self.n_best == 0:
             return False
+        for j in range(self.n_nused):  # the top lags, kept sorted (count desc, lag asc)
+            slot = self.n_used[j]
+            c = self.n_count[slot]
+            p = self.n_lag[slot]
+            r = ncand
+            while r > 0 and (votes[r - 1] < c or (votes[r - 1] == c and cand[r - 1] > p)):
+                r -= 1
+            if r >= NEAR_CANDIDATES:
+                continue
+            if ncand < NEAR_CANDIDATES:
+                ncand += 1
+            j2 = ncand - 1
+            while j2 > r:
+                cand[j2] = cand[j2 - 1]
+                votes[j2] = votes[j2 - 1]
+                j2 -= 1
+            cand[r] = p
+            votes[r] = c
+        # the first: its share counted from the nearest lags (the histogram)
+        p = cand[0]
         tol = max(NEAR_MIN_TOL, p // self.ntol)
-        for i in range(self.n_nused):
-            d = self.n_lag[self.n_used[i]]
-            if p - tol <= d <= p + tol:
-                within += self.n_count[self.n_used[i]]
+        within = 0
+        for j in range(self.n_nused):
+            slot = self.n_used[j]
+            if p - tol <= self.n_lag[slot] <= p + tol:
+                within += self.n_count[slot]
         if <double>within < self.nlag * <double>self.n_anchors:
             return False
+        r = self._near_window(ev, p, tol)
+        if r != 0:
+            return r == 1
+        # the first failed its window: a lag of a repeat inside the unit?  The next ones come
+        # from votes: each anchor votes for the lags of its first NEAR_VOTES earlier
+        # occurrences (a unit's inner repeat hides the whole period from the nearest lags);
+        # their share counts any earlier occurrence
+        p1 = p
+        b0 = n - (n % self.check_every or self.check_every)
+        if b0 < k - 1:
+            b0 = k - 1
+        self._near_table_clear()
+        for i in range(b0, n):
+            d = self.n_last[i & self.n_lmask]
+            r = 0
+            while d != 0 and d <= self.nmax_p and r < NEAR_VOTES:
+                if d >= self.nmin_p and d != p1:
+                    self._near_table_add(<Py_ssize_t>d)
+                d2 = self.n_last[(i - d) & self.n_lmask]
+                if d2 == 0:
+                    break
+                d += d2
+                r += 1
+        ncand = 0
+        for j in range(self.n_nused):
+            slot = self.n_used[j]
+            c = self.n_count[slot]
+            p = self.n_lag[slot]
+            r = ncand
+            while r > 0 and (votes[r - 1] < c or (votes[r - 1] == c and cand[r - 1] > p)):
+                r -= 1
+            if r >= NEAR_CANDIDATES - 1:
+                continue
+            if ncand < NEAR_CANDIDATES - 1:
+                ncand += 1
+            j2 = ncand - 1
+            while j2 > r:
+                cand[j2] = cand[j2 - 1]
+                votes[j2] = votes[j2 - 1]
+                j2 -= 1
+            cand[r] = p
+            votes[r] = c
+        for j in range(ncand):
+            p = cand[j]
+            tol = max(NEAR_MIN_TOL, p // self.ntol)
+            within = 0
+            for i in range(b0, n):
+                if self.n_last[i & self.n_lmask] != 0 and self._near_lag(i, p, tol) != 0:
+                    within += 1
+            if <double>within >= self.nlag * <double>self.n_anchors and self._near_window(ev, p, tol) == 1:
+                return True
+        return False
+
+    cdef void _near_table_clear(self) noexcept nogil:
+        """Empty the block's lag table (only the slots it used)."""
+        cdef Py_ssize_t j
+        for j in range(self.n_nused):
+            self.n_lag[self.n_used[j]] = 0
+        self.n_nused = 0
+
+    cdef void _near_table_add(self, Py_ssize_t d) noexcept nogil:
+        """One more vote for lag ``d`` in the block's lag table (a new lag only while the table
+        holds fewer than min(check_every, near_max_period): _reference's vote cap)."""
+        cdef Py_ssize_t t = <Py_ssize_t>((<uint32_t>d * 0x9E3779B1U) >> 16) & self.n_tmask
+        while self.n_lag[t] != 0 and self.n_lag[t] != d:
+            t = (t + 1) & self.n_tmask
+        if self.n_lag[t] == 0:
+            if self.n_nused >= min(self.check_every, self.nmax_p):
+                return
+            self.n_lag[t] = <uint16_t>d
+            self.n_count[t] = 0
+            self.n_used[self.n_nused] = <int32_t>t
+            self.n_nused += 1
+        self.n_count[t] += 1
+
+    cdef int _near_window(self, Event* ev, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
+        """N's window at period ``p``: coverage by copies one period back, records.
+        Returns 1 when it fires, 2 when the window is record lines, 0 otherwise."""
+        cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, gaps
+        cdef Py_ssize_t k = self.nk, w, covered = 0
         w = max(2 * p, self.nmin_w)
         if n < w:
-            return False
+            return 0
         lo = n - w
         done = lo
         for i in range(max(lo, k - 1), n):
@@ -1778,18 +1886,18 @@ cdef class ChannelStream:
             covered += e - max(s, done) - gaps
             done = e
         if cut < 0:
-            return False
+            return 0
         if <double>covered < self.ncov * <double>w:
-            return False
+            return 0
         if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
-            return False
+            return 2
         ev.start = self._map(cut - p if cut > p else 0)
         ev.cut = self._map(cut)
         ev.ev0 = p
         ev.ev1 = covered
         ev.ev2 = w
         ev.coverage = <double>covered / <double>w
-        return True
+        return 1
 
     cdef bint _salad(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._salad: a window of few symbols and no words."""

@@ -221,6 +221,12 @@ SALAD_GATE = 50
 #: N's smallest lag tolerance: an insertion and a deletion between two copies.
 NEAR_MIN_TOL = 2
 
+#: N tries this many lags: the most frequent nearest lag, then the most voted others (a unit
+#: with an inner repeat, "the the the", makes the inner lag the most frequent nearest one).
+NEAR_CANDIDATES = 3
+#: ... where each anchor votes for the lags of its first ``NEAR_VOTES`` earlier occurrences.
+NEAR_VOTES = 4
+
 
 def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int) -> tuple[int, int]:
     """Extend a copy of ``t`` at lag ``q`` rightwards from ``e`` (``t[x] == t[x - q]``)
@@ -737,8 +743,17 @@ class ChannelStream:
            the distance to the most recent earlier anchor ending the same k-gram (at most
            ``lim = near_max_period + near_tolerance(near_max_period)`` back), counted when
            within ``[near_min_period, near_max_period]``.  ``p`` = the most frequent counted
-           lag (ties: the smallest); ``tol = max(1, p // near_tolerance)``.  Needs at least
-           ``near_min_lag_share * anchors`` counted lags within ``tol`` of ``p``.
+           lag (ties: the smallest); ``tol = near_tolerance(p)``.  Needs at least
+           ``near_min_lag_share * anchors`` counted lags within ``tol`` of ``p``.  When that
+           ``p`` then fails step 2 (not step 3), :data:`NEAR_CANDIDATES` - 1 more lags are
+           tried in turn: the most voted other lags, each anchor voting for the lags of its
+           first :data:`NEAR_VOTES` earlier occurrences (each at most ``lim`` before the
+           next, within ``[near_min_period, near_max_period]``; at most
+           ``min(check_every, near_max_period)`` distinct lags, the first met; ties: the
+           smallest), each
+           needing ``near_min_lag_share`` of the block's anchors to occur earlier at a lag
+           within its tolerance: a unit with an inner repeat ("the the the") makes the inner
+           lag the most frequent nearest one.
         2. Coverage: the window ``t[n-w:n]``, ``w = max(2p, near_min_window)`` (two copies
            after the first).  An anchor ``i`` of the window *matches* at lag ``q`` when the
            nearest earlier anchor ``j`` ending the same k-gram with ``|i - j - p| <= tol``
@@ -795,13 +810,42 @@ class ChannelStream:
         if not lags:
             return None
         counts = Counter(lags)
-        p = min(counts, key=lambda d: (-counts[d], d))
+        candidates = sorted(counts, key=lambda d: (-counts[d], d))[:1]
+        p = candidates[0]
         tol = near_tolerance(p, div)
         if sum(1 for d in lags if abs(d - p) <= tol) < self.near_min_lag_share * len(block):
             return None
+        found = self._near_window(t, anchors, before, p, tol)
+        if found != "no":
+            return None if found == "records" else found
+        # each anchor: the lags of its first NEAR_VOTES earlier occurrences; at most ``cap``
+        # distinct lags (the first met, anchors in order, nearest occurrence first)
+        votes: dict[int, int] = {}
+        cap = min(self.check_every, self.near_max_period)
+        for i in block:
+            newer = i
+            for j in before(i)[:NEAR_VOTES]:
+                if newer - j > lim or i - j > self.near_max_period:
+                    break
+                d = i - j
+                if d >= self.near_min_period and d != candidates[0] and (d in votes or len(votes) < cap):
+                    votes[d] = votes.get(d, 0) + 1
+                newer = j
+        for p in sorted(votes, key=lambda d: (-votes[d], d))[:NEAR_CANDIDATES - 1]:
+            tol = near_tolerance(p, div)
+            within = sum(1 for i in block if any(abs(i - j - p) <= tol for j in before(i)))
+            if within >= self.near_min_lag_share * len(block):
+                found = self._near_window(t, anchors, before, p, tol)
+                if found not in ("no", "records"):
+                    return found
+        return None
+
+    def _near_window(self, t: str, anchors: list[int], before: Any, p: int, tol: int):
+        """Steps 2-3 at period ``p``: the detection, or ``"no"``, or ``"records"``."""
+        n, k = len(t), self.near_ngram
         w = max(2 * p, self.near_min_window)
         if n < w:
-            return None
+            return "no"
         lo = n - w
         covered, done, cut = 0, lo, -1
         for i in anchors:
@@ -819,9 +863,9 @@ class ChannelStream:
             covered += e - max(s, done) - gaps
             done = e
         if cut < 0 or covered < self.near_min_coverage * w:
-            return None
+            return "no"
         if record_chars(t, lo, n) >= self.near_max_record_share * w:
-            return None
+            return "records"
         return self._map(max(0, cut - p)), self._map(cut), {"period": p, "coverage": covered / w}
 
     def _near_recurrence(self, t: str, anchors: list[int], before: Any, lim: int):
