@@ -261,7 +261,7 @@ cdef class ChannelStream:
     cdef double data_share  # L/S hold back on data runs (lowdiv_max_data_share)
     cdef double art_alnum  # L/S hold back on art runs (lowdiv_art_max_alnum)
     # ---- N (near_cycle): chains of 16-bit distances between anchor k-grams
-    cdef Py_ssize_t nk, nmin_p, nmax_p, nmin_w, ntol, n_lim, nrw
+    cdef Py_ssize_t nk, nmin_p, nmax_p, nmin_w, ntol, n_lim, nrw, n_link
     cdef double nlag, ncov, nrec, nrecur
     cdef uint64_t hn  # the packed k-gram ending at n_done - 1
     cdef uint32_t nkeys[NEAR_WINNOW - 1]  # anchor keys of the previous k-grams, newest first (0x10000 = none)
@@ -446,7 +446,7 @@ cdef class ChannelStream:
         return p
 
     cdef int _allocate(self) except -1:
-        cdef Py_ssize_t keep = 64, slack, size, grams, cap_u, span
+        cdef Py_ssize_t keep = 64, slack, size, grams, cap_u, span, reach
         cdef Py_ssize_t p_star, cand, best, need
         self.mem = 0
         if self.e_on:
@@ -493,12 +493,15 @@ cdef class ChannelStream:
             self.grp_nfree = self.pool_window
         if self.n_on:
             self.n_lim = self.nmax_p + max(NEAR_MIN_TOL, self.nmax_p // self.ntol)
+            # anchors are linked this far back: a lag up to lim within its tolerance
+            self.n_link = self.n_lim + max(NEAR_MIN_TOL, self.n_lim // self.ntol)
             # text compares reach lim + k back; the record scan a window plus one line
             # text compares reach lim + k back, the extension a window plus lim
-            span = max(2 * self.nmax_p, self.nmin_w, self.nrw)  # the longest window
-            keep = max(keep, self.n_lim + self.nk + self.check_every + 1, span + RECORD_MAX_LINE + 3,
-                       span + self.n_lim + 1)
-            size = pow2_at_least(self.n_lim + 1)
+            span = max(2 * self.n_lim, self.nmin_w, self.nrw)  # the longest window
+            reach = self.n_link  # a lag within tolerance
+            keep = max(keep, self.n_link + self.nk + self.check_every + 1, span + RECORD_MAX_LINE + 3,
+                       span + reach + 1)
+            size = pow2_at_least(self.n_link + 1)
             self.n_sprev = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_smask = size - 1
             # about one anchor in NEAR_WINNOW positions: half as many slots as positions
@@ -507,12 +510,12 @@ cdef class ChannelStream:
             self.n_hbits = 0
             while (<Py_ssize_t>1 << self.n_hbits) < size:
                 self.n_hbits += 1
-            size = pow2_at_least(span + self.n_lim + self.check_every + 2)
+            size = pow2_at_least(span + reach + self.check_every + 2)
             self.n_last = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_lmask = size - 1
-            # a block has at most min(check_every, max_p) distinct nearest lags, and the votes
+            # a block has at most min(check_every, lim) distinct nearest lags, and the votes
             # are capped at as many distinct lags: half-full at worst
-            size = pow2_at_least(2 * min(self.check_every, self.nmax_p) + 2)
+            size = pow2_at_least(2 * min(self.check_every, self.n_lim) + 2)
             self.n_lag = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_count = <uint32_t*>self._alloc(size * sizeof(uint32_t))
             self.n_tmask = size - 1
@@ -1516,7 +1519,7 @@ cdef class ChannelStream:
         while i < self.n:
             stop = min(self.n, i + NEAR_CHUNK)
             idx = <Py_ssize_t>(i - self.base)
-            check(idx - self.n_lim - self.nk >= 0 or self.base == 0)
+            check(idx - self.n_link - self.nk >= 0 or self.base == 0)
             check(idx >= 0 and stop - self.base <= self.blen)
             if self.width == 1:
                 near_chunk(<const uint8_t*>self.buf, idx, stop - i, i, self)
@@ -1752,31 +1755,13 @@ cdef class ChannelStream:
         cdef Py_ssize_t k = self.nk, p, tol, within, r, j, slot
         cdef Py_ssize_t cand[NEAR_CANDIDATES]
         cdef uint32_t votes[NEAR_CANDIDATES]
-        cdef uint32_t c
-        cdef Py_ssize_t ncand = 0, j2, p1
+        cdef Py_ssize_t ncand, p1
         cdef int64_t d, d2
         if n < self.nmin_w or n < k or self.n_best == 0:
             return False
-        for j in range(self.n_nused):  # the top lags, kept sorted (count desc, lag asc)
-            slot = self.n_used[j]
-            c = self.n_count[slot]
-            p = self.n_lag[slot]
-            r = ncand
-            while r > 0 and (votes[r - 1] < c or (votes[r - 1] == c and cand[r - 1] > p)):
-                r -= 1
-            if r >= NEAR_CANDIDATES:
-                continue
-            if ncand < NEAR_CANDIDATES:
-                ncand += 1
-            j2 = ncand - 1
-            while j2 > r:
-                cand[j2] = cand[j2 - 1]
-                votes[j2] = votes[j2 - 1]
-                j2 -= 1
-            cand[r] = p
-            votes[r] = c
-        # the first: its share counted from the nearest lags (the histogram)
-        p = cand[0]
+        # the first: the most frequent nearest lag (ties: the smallest), its share counted
+        # from the histogram
+        p = self.n_mode
         tol = max(NEAR_MIN_TOL, p // self.ntol)
         within = 0
         for j in range(self.n_nused):
@@ -1800,7 +1785,7 @@ cdef class ChannelStream:
         for i in range(b0, n):
             d = self.n_last[i & self.n_lmask]
             r = 0
-            while d != 0 and d <= self.nmax_p and r < NEAR_VOTES:
+            while d != 0 and d <= self.n_lim and r < NEAR_VOTES:
                 if d >= self.nmin_p and d != p1:
                     self._near_table_add(<Py_ssize_t>d)
                 d2 = self.n_last[(i - d) & self.n_lmask]
@@ -1808,7 +1793,23 @@ cdef class ChannelStream:
                     break
                 d += d2
                 r += 1
-        ncand = 0
+        ncand = self._near_top(cand, votes)
+        for j in range(ncand):
+            p = cand[j]
+            tol = max(NEAR_MIN_TOL, p // self.ntol)
+            within = 0
+            for i in range(b0, n):
+                if self.n_last[i & self.n_lmask] != 0 and self._near_lag(i, p, tol) != 0:
+                    within += 1
+            if <double>within >= self.nlag * <double>self.n_anchors and self._near_window(ev, p, tol) == 1:
+                return True
+        return False
+
+    cdef Py_ssize_t _near_top(self, Py_ssize_t* cand, uint32_t* votes) noexcept nogil:
+        """The NEAR_CANDIDATES - 1 lags of the table with the most votes (ties: the smallest),
+        into ``cand``/``votes`` in that order; returns how many."""
+        cdef Py_ssize_t ncand = 0, j, r, j2, slot, p
+        cdef uint32_t c
         for j in range(self.n_nused):
             slot = self.n_used[j]
             c = self.n_count[slot]
@@ -1827,16 +1828,7 @@ cdef class ChannelStream:
                 j2 -= 1
             cand[r] = p
             votes[r] = c
-        for j in range(ncand):
-            p = cand[j]
-            tol = max(NEAR_MIN_TOL, p // self.ntol)
-            within = 0
-            for i in range(b0, n):
-                if self.n_last[i & self.n_lmask] != 0 and self._near_lag(i, p, tol) != 0:
-                    within += 1
-            if <double>within >= self.nlag * <double>self.n_anchors and self._near_window(ev, p, tol) == 1:
-                return True
-        return False
+        return ncand
 
     cdef void _near_table_clear(self) noexcept nogil:
         """Empty the block's lag table (only the slots it used)."""
@@ -1847,12 +1839,12 @@ cdef class ChannelStream:
 
     cdef void _near_table_add(self, Py_ssize_t d) noexcept nogil:
         """One more vote for lag ``d`` in the block's lag table (a new lag only while the table
-        holds fewer than min(check_every, near_max_period): _reference's vote cap)."""
+        holds fewer than min(check_every, lim): _reference's vote cap)."""
         cdef Py_ssize_t t = <Py_ssize_t>((<uint32_t>d * 0x9E3779B1U) >> 16) & self.n_tmask
         while self.n_lag[t] != 0 and self.n_lag[t] != d:
             t = (t + 1) & self.n_tmask
         if self.n_lag[t] == 0:
-            if self.n_nused >= min(self.check_every, self.nmax_p):
+            if self.n_nused >= min(self.check_every, self.n_lim):
                 return
             self.n_lag[t] = <uint16_t>d
             self.n_count[t] = 0
@@ -2070,7 +2062,7 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
 
     First loop, without a branch: the packed k-gram ending at each position
     (_reference.near_packed), its key and whether it is an anchor.  Second loop: each
-    anchor is linked to the previous anchor ending the same k-gram within ``n_lim``
+    anchor is linked to the previous anchor ending the same k-gram within ``n_link``
     (hash-slot chains, verified by comparing code points) and its lag counted."""
     cdef uint64_t h = st.hn, pmask = st.n_pmask, mix
     cdef uint32_t prev[NEAR_WINNOW - 1]
@@ -2083,8 +2075,8 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
     cdef Py_ssize_t tmask = st.n_tmask, t
     cdef Py_ssize_t lmask = st.n_lmask, smask = st.n_smask, m = 0, x, j, at
     cdef Py_ssize_t k = st.nk, best = st.n_best, mode = st.n_mode, recurring = 0
-    cdef int64_t first = st.nk - 1, pos, d, found, head_d, lim = st.n_lim
-    cdef int64_t min_p = st.nmin_p, max_p = st.nmax_p
+    cdef int64_t first = st.nk - 1, pos, d, found, head_d, lim = st.n_lim, link = st.n_link
+    cdef int64_t min_p = st.nmin_p
     cdef int shift = 48 - st.n_hbits
     cdef uint64_t smask_h = (<uint64_t>1 << st.n_hbits) - 1
     cdef uint16_t sd
@@ -2123,7 +2115,7 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
         head_d = 0
         if stored != 0:
             head_d = <int64_t>(<uint32_t>(pos + 1) - stored)
-            if head_d > lim:
+            if head_d > link:
                 head_d = 0
         sprev[pos & smask] = <uint16_t>head_d
         found = 0
@@ -2140,11 +2132,11 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
             if sd == 0:
                 break
             d += sd
-            if d > lim:
+            if d > link:
                 break
         last[pos & lmask] = <uint16_t>found
         recurring += found != 0
-        if found >= min_p and found <= max_p:
+        if found >= min_p and found <= lim:
             t = <Py_ssize_t>((<uint32_t>found * 0x9E3779B1U) >> 16) & tmask
             while lags[t] != 0 and lags[t] != found:
                 t = (t + 1) & tmask

@@ -741,15 +741,17 @@ class ChannelStream:
         1. Lag: for each anchor ``i`` since the previous checkpoint (``b0 <= i < n``; the
            last ``check_every`` positions, fewer at the end of the stream),
            the distance to the most recent earlier anchor ending the same k-gram (at most
-           ``lim = near_max_period + near_tolerance(near_max_period)`` back), counted when
-           within ``[near_min_period, near_max_period]``.  ``p`` = the most frequent counted
+           ``link = lim + near_tolerance(lim)`` back, ``lim = near_max_period +
+           near_tolerance(near_max_period)``), counted when
+           within ``[near_min_period, lim]`` (a period of ``near_max_period`` with insertions
+           has lags a little above it).  ``p`` = the most frequent counted
            lag (ties: the smallest); ``tol = near_tolerance(p)``.  Needs at least
            ``near_min_lag_share * anchors`` counted lags within ``tol`` of ``p``.  When that
            ``p`` then fails step 2 (not step 3), :data:`NEAR_CANDIDATES` - 1 more lags are
            tried in turn: the most voted other lags, each anchor voting for the lags of its
-           first :data:`NEAR_VOTES` earlier occurrences (each at most ``lim`` before the
-           next, within ``[near_min_period, near_max_period]``; at most
-           ``min(check_every, near_max_period)`` distinct lags, the first met; ties: the
+           first :data:`NEAR_VOTES` earlier occurrences (each at most ``link`` before the
+           next, within ``[near_min_period, lim]``; at most ``min(check_every, lim)``
+           distinct lags, the first met; ties: the
            smallest), each
            needing ``near_min_lag_share`` of the block's anchors to occur earlier at a lag
            within its tolerance: a unit with an inner repeat ("the the the") makes the inner
@@ -771,10 +773,10 @@ class ChannelStream:
         When that does not fire, the *recurrence* check (restarts: copies whose lengths vary,
         such as a sentence re-emitted cut at different words), if at least
         ``near_min_recurrence`` of the anchors since the previous checkpoint have an earlier
-        anchor ending the same k-gram within ``lim``: the window
+        anchor ending the same k-gram within ``link``: the window
         ``t[n-wr:n]``, ``wr = near_recurrence_window``, walked as above but each anchor
         extended exactly (no edits) at its own lag, the distance to the nearest earlier anchor
-        ending the same k-gram (within ``lim``); a segment counts when it is at least ``2k``
+        ending the same k-gram (within ``link``); a segment counts when it is at least ``2k``
         long.  Fires when ``covered >= near_min_recurrence * wr`` and the window is not
         mostly record lines; ``period`` is then the lag of the first segment, which starts
         at ``cut``.
@@ -784,7 +786,8 @@ class ChannelStream:
             return None
         max_p, div = self.near_max_period, self.near_tolerance
         lim = max_p + near_tolerance(max_p, div)
-        reach = max(2 * max_p, self.near_min_window, self.near_recurrence_window) + lim + self.check_every + k
+        link = lim + near_tolerance(lim, div)  # how far back an anchor is linked
+        reach = max(2 * lim, self.near_min_window, self.near_recurrence_window) + link + self.check_every + k
         first = max(k - 1, n - reach)
         anchors = near_anchors(t, k, first, n)
         ends: dict[str, list[int]] = {}
@@ -795,9 +798,9 @@ class ChannelStream:
             """Earlier anchors ending the k-gram that ends at anchor ``i``, nearest first."""
             return [j for j in reversed(ends[t[i - k + 1:i + 1]]) if j < i]
 
-        return self._near_periodic(t, anchors, before, lim) or self._near_recurrence(t, anchors, before, lim)
+        return self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(t, anchors, before, link)
 
-    def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int):
+    def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int, link: int):
         n, k = len(t), self.near_ngram
         div = self.near_tolerance
         b0 = max(k - 1, n - (n % self.check_every or self.check_every))
@@ -805,7 +808,7 @@ class ChannelStream:
         lags = []
         for i in block:
             earlier = before(i)
-            if earlier and i - earlier[0] <= lim and self.near_min_period <= i - earlier[0] <= self.near_max_period:
+            if earlier and i - earlier[0] <= link and self.near_min_period <= i - earlier[0] <= lim:
                 lags.append(i - earlier[0])
         if not lags:
             return None
@@ -821,11 +824,11 @@ class ChannelStream:
         # each anchor: the lags of its first NEAR_VOTES earlier occurrences; at most ``cap``
         # distinct lags (the first met, anchors in order, nearest occurrence first)
         votes: dict[int, int] = {}
-        cap = min(self.check_every, self.near_max_period)
+        cap = min(self.check_every, lim)
         for i in block:
             newer = i
             for j in before(i)[:NEAR_VOTES]:
-                if newer - j > lim or i - j > self.near_max_period:
+                if newer - j > link or i - j > lim:
                     break
                 d = i - j
                 if d >= self.near_min_period and d != candidates[0] and (d in votes or len(votes) < cap):
@@ -868,13 +871,13 @@ class ChannelStream:
             return "records"
         return self._map(max(0, cut - p)), self._map(cut), {"period": p, "coverage": covered / w}
 
-    def _near_recurrence(self, t: str, anchors: list[int], before: Any, lim: int):
+    def _near_recurrence(self, t: str, anchors: list[int], before: Any, link: int):
         n, k, w = len(t), self.near_ngram, self.near_recurrence_window
         if n < w:
             return None
         b0 = max(k - 1, n - (n % self.check_every or self.check_every))
         block = [i for i in anchors if i >= b0]
-        recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= lim)
+        recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= link)
         if not block or recurring < self.near_min_recurrence * len(block):
             return None  # the gate: the block's anchors nearly all occurred before
         lo = n - w
@@ -883,7 +886,7 @@ class ChannelStream:
             if i < max(lo, done):
                 continue
             earlier = before(i)
-            if not earlier or i - earlier[0] > lim:
+            if not earlier or i - earlier[0] > link:
                 continue
             q = i - earlier[0]
             s = max(lo, i - k + 1)
