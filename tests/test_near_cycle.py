@@ -267,3 +267,21 @@ def test_a_unit_with_an_inner_repeat_is_found_by_its_votes(impl: str) -> None:
     found = detect(sample.text, N_ONLY, impl, channel="reasoning")
     assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1200)]
     assert found[0]["evidence"] == {"period": 20, "coverage": 558 / 600}
+
+
+@pytest.mark.parametrize("check_every", [1, 5, 10, 200])
+def test_one_report_per_loop_at_any_checkpoint_spacing(check_every: int) -> None:
+    """A loop N holds on is one episode: at the next checkpoint its window at the same period
+    comes first, so blocks with few anchors (check_every 1: one position) do not break it."""
+    text = "Let me check the config again. " * 300
+    config = TextConfig("default", enabled=["near_cycle"], check_every=check_every)
+    found = detect(text, config, "cython", channel="reasoning")
+    assert [(d["kind"], d["evidence"]["period"]) for d in found] == [("near_cycle", 31)]
+
+
+def test_one_report_per_loop_both_implementations() -> None:
+    text = "A short preface about nothing in particular. " + "Let me check the config again. " * 60
+    config = TextConfig("default", enabled=["near_cycle"], check_every=10)
+    reference = detect(text, config, "python", channel="reasoning")
+    assert [d["kind"] for d in reference] == ["near_cycle"]
+    assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=2)) == reference

@@ -274,6 +274,7 @@ cdef class ChannelStream:
     cdef int32_t* n_used  # the slots filled in this block
     cdef uint64_t n_pmask  # the packed k-gram's bits: 8k of them, at most 64
     cdef Py_ssize_t n_hbits, n_smask, n_lmask, n_best, n_mode, n_anchors, n_recurring
+    cdef Py_ssize_t n_hold  # the period N held at the previous checkpoint (0: it did not)
     cdef int64_t n_done  # positions chained so far (N runs in blocks at checkpoints)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
@@ -1738,9 +1739,14 @@ cdef class ChannelStream:
 
     cdef bint _near(self, Event* ev) noexcept nogil:
         """N at a checkpoint; starts the next block's lag histogram."""
-        cdef bint held
+        cdef bint held = False
         self._near_catch_up()
-        held = self._near_eval(ev) or self._near_recurrence(ev)
+        if 0 < self.n_hold <= self.n_lim and self.n >= self.nmin_w and self.n >= self.nk:
+            # a loop N holds on: its window at the same period, first
+            held = self._near_window(ev, self.n_hold, max(NEAR_MIN_TOL, self.n_hold // self.ntol)) == 1
+        if not held:
+            held = self._near_eval(ev) or self._near_recurrence(ev)
+        self.n_hold = <Py_ssize_t>ev.ev0 if held else 0
         self._near_table_clear()
         self.n_best = 0
         self.n_mode = 0

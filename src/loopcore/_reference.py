@@ -465,6 +465,7 @@ class ChannelStream:
         self.near_max_record_share = params["near_max_record_share"]
         self.near_recurrence_window = params["near_recurrence_window"]
         self.near_min_recurrence = params["near_min_recurrence"]
+        self._near_hold = 0  # the period N held at the previous checkpoint (0: it did not)
         self.t_on, self.salad_window = params["t_on"], params["salad_window"]
         self.salad_max_unique = params["salad_max_unique"]
         self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
@@ -770,6 +771,10 @@ class ChannelStream:
         ``cut`` = the first covered position of the window (the second copy: one copy is
         kept), ``start = max(0, cut - p)``.  Evidence: ``period``, ``coverage``.
 
+        Holding: when N held at the previous checkpoint with period ``p <= lim``, steps 2-3 at
+        that ``p`` come first (a loop in progress stays one episode even when a block's anchors
+        are few or its lags scattered).
+
         When that does not fire, the *recurrence* check (restarts: copies whose lengths vary,
         such as a sentence re-emitted cut at different words), if at least
         ``near_min_recurrence`` of the anchors since the previous checkpoint have an earlier
@@ -798,7 +803,16 @@ class ChannelStream:
             """Earlier anchors ending the k-gram that ends at anchor ``i``, nearest first."""
             return [j for j in reversed(ends[t[i - k + 1:i + 1]]) if j < i]
 
-        return self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(t, anchors, before, link)
+        found = None
+        if 0 < self._near_hold <= lim:  # a loop N holds on: its window at the same period, first
+            p = self._near_hold
+            found = self._near_window(t, anchors, before, p, near_tolerance(p, div))
+            if found in ("no", "records"):
+                found = None
+        if found is None:
+            found = self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(t, anchors, before, link)
+        self._near_hold = found[2]["period"] if found else 0
+        return found
 
     def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int, link: int):
         n, k = len(t), self.near_ngram

@@ -148,18 +148,18 @@ def _check_int(key: str, value: Any, lo: int, hi: int) -> int:
 
 def _parse_enabled(value: Any) -> frozenset[str]:
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ConfigError("enabled", value, "a collection of detector kinds or letters (E L S C P)")
+        raise ConfigError("enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")")
     kinds = set()
     for item in value:
         if not isinstance(item, str):
-            raise ConfigError("enabled", value, "a collection of detector kinds or letters (E L S C P)")
+            raise ConfigError("enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")")
         if item in DETECTOR_KINDS:
             kinds.add(DETECTOR_KINDS[item])
         elif item in _KIND_ORDER:
             kinds.add(item)
         else:
             raise ConfigError(
-                "enabled", value, f"detector kinds from {', '.join(_KIND_ORDER)} (or letters E L S C P N)"
+                "enabled", value, f"detector kinds from {', '.join(_KIND_ORDER)} (or letters {' '.join(DETECTOR_KINDS)})"
             )
     return frozenset(kinds)
 

@@ -64,7 +64,7 @@ class Detection:
 
 
 def _check_channel(channel: object) -> str:
-    if channel not in CHANNELS:
+    if not isinstance(channel, str) or channel not in CHANNELS:
         raise ValueError(f"channel must be 'reasoning' or 'text', not {channel!r}")
     return channel
 
@@ -151,7 +151,10 @@ class TextLoopDetector:
         RuntimeError
             after :meth:`finish`.
         """
-        stream = self._streams.get(channel)
+        try:
+            stream = self._streams.get(channel)
+        except TypeError:  # an unhashable channel
+            stream = None
         if stream is not None and delta.__class__ is str:  # the hot path: ~150 ns over the core
             raw = stream.feed(delta)
             return self._wrap(channel, raw) if raw else []
