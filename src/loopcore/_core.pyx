@@ -1565,13 +1565,18 @@ cdef class ChannelStream:
             return False
         if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
             return False
-        ev.start = self._map(cut - lag if cut > lag else 0)
+        self._near_report(ev, cut, lag, covered, w)
+        return True
+
+    cdef void _near_report(self, Event* ev, int64_t cut, int64_t period, Py_ssize_t covered,
+                           Py_ssize_t w) noexcept nogil:
+        """N's detection: one copy kept before ``cut``; evidence period and coverage."""
+        ev.start = self._map(cut - period if cut > period else 0)
         ev.cut = self._map(cut)
-        ev.ev0 = lag
+        ev.ev0 = period
         ev.ev1 = covered
         ev.ev2 = w
         ev.coverage = <double>covered / <double>w
-        return True
 
     cdef int64_t _near_extend(self, int64_t e, int64_t q, Py_ssize_t p, Py_ssize_t tol,
                               int64_t* gaps) noexcept nogil:
@@ -1889,12 +1894,7 @@ cdef class ChannelStream:
             return 0
         if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
             return 2
-        ev.start = self._map(cut - p if cut > p else 0)
-        ev.cut = self._map(cut)
-        ev.ev0 = p
-        ev.ev1 = covered
-        ev.ev2 = w
-        ev.coverage = <double>covered / <double>w
+        self._near_report(ev, cut, p, covered, w)
         return 1
 
     cdef bint _salad(self, Event* ev) noexcept nogil:
