@@ -237,21 +237,27 @@ def test_anchors_are_the_trailing_minimum_keys() -> None:
 def test_extension_across_edits_by_hand() -> None:
     """From offset 50 of copy 2 (lag 50): a substitution is skipped (1 gap), an insertion too and
     the lag becomes 51, a deletion moves the lag to 49 with no gap; a changed digit or more than
-    NEAR_GAP edited code points stop it."""
+    NEAR_GAP edited code points stop it; an edit in the copy one period back is bridged by the
+    copy two periods back."""
     unit = _unit(50)
     p, tol, k = 50, near_tolerance(50, 16), 5
     assert tol == 3 and NEAR_GAP == 8
-    assert near_extend(unit + unit, 50, 100, 50, p, tol, k) == (100, 0)  # verbatim: to the end
+    assert near_extend(unit + unit, 50, 100, 50, p, tol, k, 4250) == (100, 0)  # verbatim: to the end
     sub = unit + unit[:20] + "#" + unit[21:]
-    assert near_extend(sub, 50, 100, 50, p, tol, k) == (100, 1)
+    assert near_extend(sub, 50, 100, 50, p, tol, k, 4250) == (100, 1)
     ins = unit + unit[:20] + "#" + unit[20:]
-    assert near_extend(ins, 50, 101, 50, p, tol, k) == (101, 1)  # "#" skipped, then lag 51
+    assert near_extend(ins, 50, 101, 50, p, tol, k, 4250) == (101, 1)  # "#" skipped, then lag 51
     dele = unit + unit[:20] + unit[21:]
-    assert near_extend(dele, 50, 99, 50, p, tol, k) == (99, 0)
+    assert near_extend(dele, 50, 99, 50, p, tol, k, 4250) == (99, 0)
     digit = unit[:20] + "1" + unit[21:]
-    assert near_extend(digit + unit[:20] + "2" + unit[21:], 50, 100, 50, p, tol, k) == (70, 0)
+    assert near_extend(digit + unit[:20] + "2" + unit[21:], 50, 100, 50, p, tol, k, 4250) == (70, 0)
     wide = unit + unit[:20] + "#" * (NEAR_GAP + 1) + unit[29:]
-    assert near_extend(wide, 50, 100, 50, p, tol, k) == (70, 0)
+    assert near_extend(wide, 50, 100, 50, p, tol, k, 4250) == (70, 0)
+    # copy 2 edited at 20, copy 3 intact: from copy 3 (offset 100) the mismatch at 120 is the
+    # copy one period back's edit; two periods back (lag 100) matches, so nothing is lost
+    three = unit + unit[:20] + "#" + unit[21:] + unit
+    assert near_extend(three, 100, 150, 50, p, tol, k, 4250) == (150, 0)
+    assert near_extend(three, 100, 150, 50, p, tol, k, 99) == (150, 1)  # lag 100 beyond the link
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -259,14 +265,14 @@ def test_a_unit_with_an_inner_repeat_is_found_by_its_votes(impl: str) -> None:
     """The probe's loop "be the the the in as" (period 20, 1.6 % noise; hypothesis found it):
     most anchors' nearest lag is the inner 4 (" the "), whose window fails; each anchor's vote
     for its first four earlier occurrences makes 20 the next candidate, and its window of 600
-    is 93 % covered at 1,800 (the loop starts at 1,118; its second copy at 1,138)."""
+    is 93.5 % covered at 1,800 (the loop starts at 1,118; its second copy at 1,138)."""
     from test_quality_probe import quality
 
     sample = quality.make_loop("loop_ascii", 1, 2, period=20, noise=0.015625)
     assert (sample.loop_start, sample.first_repeat) == (1118, 1138)
     found = detect(sample.text, N_ONLY, impl, channel="reasoning")
     assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1200)]
-    assert found[0]["evidence"] == {"period": 20, "coverage": 558 / 600}
+    assert found[0]["evidence"] == {"period": 20, "coverage": 561 / 600}
 
 
 @pytest.mark.parametrize("check_every", [1, 5, 10, 200])

@@ -85,6 +85,7 @@ cdef enum:
     NEAR_MIN_TOL = 2
     NEAR_CANDIDATES = 3
     NEAR_VOTES = 4
+cdef double NEAR_VOTE_GATE = _reference.NEAR_VOTE_GATE
 assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_CANDIDATES, NEAR_VOTES) == (
     _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_CANDIDATES,
     _reference.NEAR_VOTES)
@@ -1581,36 +1582,41 @@ cdef class ChannelStream:
     cdef int64_t _near_extend(self, int64_t e, int64_t q, Py_ssize_t p, Py_ssize_t tol,
                               int64_t* gaps) noexcept nogil:
         """_reference.near_extend from ``e`` at lag ``q``; returns the end, adds to ``gaps``."""
-        cdef int64_t n = self.n, a = 0, q2 = 0, hit, base = self.base
+        cdef int64_t n = self.n, a = 0, L = 0, hit, base = self.base, c = q
         cdef Py_ssize_t g, j, r, k = self.nk
-        cdef int64_t tries[3]
+        cdef int64_t tries[6]
         cdef cp_t c1, c2
         gaps[0] = 0
         while e < n:
             c1 = self._at(<Py_ssize_t>(e - base))
-            c2 = self._at(<Py_ssize_t>(e - q - base))
+            c2 = self._at(<Py_ssize_t>(e - c - base))
             if c1 == c2:
                 e += 1
                 continue
             if (48 <= c1 <= 57) or (48 <= c2 <= 57):
                 return e  # a number that changes: an enumeration, not noise
             hit = 0
+            tries[0] = q
+            tries[1] = q + 1
+            tries[2] = q - 1
+            tries[3] = 2 * q
+            tries[4] = 2 * q + 1
+            tries[5] = 2 * q - 1
             for g in range(NEAR_GAP + 1):
                 a = e + g
-                tries[0] = q
-                tries[1] = q + 1
-                tries[2] = q - 1
-                for r in range(3):
-                    q2 = tries[r]
-                    if g == 0 and q2 == q:
+                for r in range(6):
+                    L = tries[r]
+                    if g == 0 and L == c:
                         continue
-                    if q2 < p - tol or q2 > p + tol or q2 < 1 or a + k > n or a - q2 < 0:
+                    if not ((p - tol <= L <= p + tol) or (2 * (p - tol) <= L <= 2 * (p + tol) and L <= self.n_link)):
+                        continue
+                    if L < 1 or a + k > n or a - L < 0:
                         continue
                     j = 0
-                    while j < k and self._at(<Py_ssize_t>(a + j - base)) == self._at(<Py_ssize_t>(a + j - q2 - base)):
+                    while j < k and self._at(<Py_ssize_t>(a + j - base)) == self._at(<Py_ssize_t>(a + j - L - base)):
                         j += 1
                     if j == k:
-                        hit = q2
+                        hit = L
                         break
                 if hit:
                     break
@@ -1618,7 +1624,9 @@ cdef class ChannelStream:
                 return e
             gaps[0] += g
             e = a + k
-            q = hit
+            c = hit
+            if p - tol <= hit <= p + tol:
+                q = hit
         return e
 
     cdef inline int64_t _near_lag(self, int64_t i, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
@@ -1779,11 +1787,12 @@ cdef class ChannelStream:
             slot = self.n_used[j]
             if p - tol <= self.n_lag[slot] <= p + tol:
                 within += self.n_count[slot]
-        if <double>within < self.nlag * <double>self.n_anchors:
-            return False
-        r = self._near_window(ev, p, tol)
-        if r != 0:
-            return r == 1
+        if <double>within >= self.nlag * <double>self.n_anchors:
+            r = self._near_window(ev, p, tol)
+            if r != 0:
+                return r == 1
+        if <double>self.n_recurring < NEAR_VOTE_GATE * <double>self.n_anchors:
+            return False  # the votes only where the block's k-grams mostly repeat
         # the first failed its window: a lag of a repeat inside the unit?  The next ones come
         # from votes: each anchor votes for the lags of its first NEAR_VOTES earlier
         # occurrences (a unit's inner repeat hides the whole period from the nearest lags);

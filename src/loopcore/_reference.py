@@ -224,35 +224,41 @@ NEAR_MIN_TOL = 2
 #: N tries this many lags: the most frequent nearest lag, then the most voted others (a unit
 #: with an inner repeat, "the the the", makes the inner lag the most frequent nearest one).
 NEAR_CANDIDATES = 3
-#: ... where each anchor votes for the lags of its first ``NEAR_VOTES`` earlier occurrences.
+#: ... where each anchor votes for the lags of its first ``NEAR_VOTES`` earlier occurrences,
+#: when at least ``NEAR_VOTE_GATE`` of the block's anchors occurred before (prose: about half).
 NEAR_VOTES = 4
+NEAR_VOTE_GATE = 0.7
 
 
-def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int) -> tuple[int, int]:
+def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int) -> tuple[int, int]:
     """Extend a copy of ``t`` at lag ``q`` rightwards from ``e`` (``t[x] == t[x - q]``)
     across small edits, up to ``n``; returns ``(end, gaps)``.
 
-    At a mismatch at ``x`` it resynchronises at the first ``(g, q')`` in the order
-    ``g = 0, 1, ... NEAR_GAP`` then ``q' = q, q + 1, q - 1`` (not ``g = 0, q' = q``) with
-    ``|q' - p| <= tol`` for which ``t[x+g : x+g+k] == t[x+g-q' : x+g-q'+k]`` (a substitution,
-    insertion or deletion in either copy); the ``g`` skipped code points count as
-    ``gaps`` (not covered).  It stops where no resynchronisation fits and at a mismatch
-    on an ASCII digit in either copy (numbers that change make an enumeration -- a
-    table, a counter -- not a noisy copy).
+    At a mismatch at ``x`` (compared at the current lag ``c``, first ``q``) it
+    resynchronises at the first ``(g, L)`` in the order ``g = 0, 1, ... NEAR_GAP`` then
+    ``L = q, q + 1, q - 1, 2q, 2q + 1, 2q - 1`` (not ``g = 0, L = c``) for which
+    ``t[x+g : x+g+k] == t[x+g-L : x+g-L+k]``, with ``|L - p| <= tol`` (one period back: a
+    substitution, insertion or deletion in either copy; ``q`` becomes ``L``) or
+    ``|L - 2p| <= 2 tol`` and ``L <= link`` (two periods back: the copy one period back was
+    edited there);
+    ``L`` becomes the current lag.  The ``g`` skipped code points count as ``gaps`` (not
+    covered).  It stops where no resynchronisation fits and at a mismatch on an ASCII digit
+    in either copy (numbers that change make an enumeration -- a table, a counter -- not a
+    noisy copy).
     """
-    gaps = 0
+    gaps, c = 0, q
     while e < n:
-        if t[e] == t[e - q]:
+        if t[e] == t[e - c]:
             e += 1
             continue
-        if t[e] in _DIGITS or t[e - q] in _DIGITS:
+        if t[e] in _DIGITS or t[e - c] in _DIGITS:
             return e, gaps  # a number that changes: an enumeration, not noise
         for g in range(NEAR_GAP + 1):
             a = e + g
             hit = next(
-                (q2 for q2 in (q, q + 1, q - 1)
-                 if (g > 0 or q2 != q) and abs(q2 - p) <= tol and q2 >= 1 and a + k <= n
-                 and a - q2 >= 0 and t[a:a + k] == t[a - q2:a - q2 + k]),
+                (L for L in (q, q + 1, q - 1, 2 * q, 2 * q + 1, 2 * q - 1)
+                 if (g > 0 or L != c) and (abs(L - p) <= tol or (abs(L - 2 * p) <= 2 * tol and L <= link))
+                 and L >= 1 and a + k <= n and a - L >= 0 and t[a:a + k] == t[a - L:a - L + k]),
                 0,
             )
             if hit:
@@ -260,7 +266,9 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int) -> tup
         else:
             return e, gaps
         gaps += g
-        e, q = a + k, hit
+        e, c = a + k, hit
+        if abs(hit - p) <= tol:
+            q = hit
     return e, gaps
 
 
@@ -748,8 +756,9 @@ class ChannelStream:
            has lags a little above it).  ``p`` = the most frequent counted
            lag (ties: the smallest); ``tol = near_tolerance(p)``.  Needs at least
            ``near_min_lag_share * anchors`` counted lags within ``tol`` of ``p``.  When that
-           ``p`` then fails step 2 (not step 3), :data:`NEAR_CANDIDATES` - 1 more lags are
-           tried in turn: the most voted other lags, each anchor voting for the lags of its
+           ``p`` fails this or step 2 (not step 3) and at least :data:`NEAR_VOTE_GATE` of the
+           block's anchors occurred before (within ``link``), :data:`NEAR_CANDIDATES` - 1 more
+           lags are tried in turn: the most voted other lags, each anchor voting for the lags of its
            first :data:`NEAR_VOTES` earlier occurrences (each at most ``link`` before the
            next, within ``[near_min_period, lim]``; at most ``min(check_every, lim)``
            distinct lags, the first met; ties: the
@@ -806,7 +815,7 @@ class ChannelStream:
         found = None
         if 0 < self._near_hold <= lim:  # a loop N holds on: its window at the same period, first
             p = self._near_hold
-            found = self._near_window(t, anchors, before, p, near_tolerance(p, div))
+            found = self._near_window(t, anchors, before, p, near_tolerance(p, div), link)
             if found in ("no", "records"):
                 found = None
         if found is None:
@@ -830,11 +839,13 @@ class ChannelStream:
         candidates = sorted(counts, key=lambda d: (-counts[d], d))[:1]
         p = candidates[0]
         tol = near_tolerance(p, div)
-        if sum(1 for d in lags if abs(d - p) <= tol) < self.near_min_lag_share * len(block):
-            return None
-        found = self._near_window(t, anchors, before, p, tol)
-        if found != "no":
-            return None if found == "records" else found
+        if sum(1 for d in lags if abs(d - p) <= tol) >= self.near_min_lag_share * len(block):
+            found = self._near_window(t, anchors, before, p, tol, link)
+            if found != "no":
+                return None if found == "records" else found
+        recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= link)
+        if recurring < NEAR_VOTE_GATE * len(block):
+            return None  # the votes only where the block's k-grams mostly repeat
         # each anchor: the lags of its first NEAR_VOTES earlier occurrences; at most ``cap``
         # distinct lags (the first met, anchors in order, nearest occurrence first)
         votes: dict[int, int] = {}
@@ -852,12 +863,12 @@ class ChannelStream:
             tol = near_tolerance(p, div)
             within = sum(1 for i in block if any(abs(i - j - p) <= tol for j in before(i)))
             if within >= self.near_min_lag_share * len(block):
-                found = self._near_window(t, anchors, before, p, tol)
+                found = self._near_window(t, anchors, before, p, tol, link)
                 if found not in ("no", "records"):
                     return found
         return None
 
-    def _near_window(self, t: str, anchors: list[int], before: Any, p: int, tol: int):
+    def _near_window(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int):
         """Steps 2-3 at period ``p``: the detection, or ``"no"``, or ``"records"``."""
         n, k = len(t), self.near_ngram
         w = max(2 * p, self.near_min_window)
@@ -874,7 +885,7 @@ class ChannelStream:
             s = max(lo, i - k + 1)
             while s > max(lo, done) and s - 1 - q >= 0 and t[s - 1] == t[s - 1 - q]:
                 s -= 1
-            e, gaps = near_extend(t, i + 1, n, q, p, tol, k)
+            e, gaps = near_extend(t, i + 1, n, q, p, tol, k, link)
             if cut < 0:
                 cut = s
             covered += e - max(s, done) - gaps
