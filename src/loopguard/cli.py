@@ -293,12 +293,12 @@ def span_label(wheres: Sequence[dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
-def _loop_lines(finding: TextFinding) -> list[str]:
+def _loop_lines(finding: TextFinding, kinds: str = "") -> list[str]:
     d = finding.detection
     where = where_label(finding.where)
     head = " · ".join(
         part
-        for part in (where, d.channel, d.kind, f"position {d.position}", f"start {d.start}", f"cut {d.cut}")
+        for part in (where, d.channel, kinds or d.kind, f"position {d.position}", f"start {d.start}", f"cut {d.cut}")
         if part
     )
     more = "…" if finding.excerpt and d.start + len(finding.excerpt) < min(d.cut, finding.length) else ""
@@ -352,8 +352,17 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
         return [f"{_show(report.path)} [{report.format}]: clean"] if show_clean else []
     status = "loops found" if report.has_loop else "no loop"
     lines = [f"{_show(report.path)} [{report.format}]: {status}"]
+    # one loop that several detectors report with the same start and cut: one entry
+    shown: dict[tuple[Any, ...], list[str]] = {}
     for finding in report.loops:
-        lines += _loop_lines(finding)
+        d = finding.detection
+        key = (repr(finding.where), d.channel, d.start, d.cut)
+        shown.setdefault(key, []).append(d.kind)
+    for finding in report.loops:
+        d = finding.detection
+        kinds = shown.pop((repr(finding.where), d.channel, d.start, d.cut), None)
+        if kinds is not None:
+            lines += _loop_lines(finding, " + ".join(kinds))
     lines += [_run_line(run) for run in report.tool_runs]
     lines += [_guard_line(finding) for finding in report.guard_findings]
     return lines
