@@ -189,6 +189,8 @@ def test_text_outcomes_and_json(capsys: pytest.CaptureFixture[str], text_dir: Pa
         "text": {
             "loops": 3,
             "caught": 1,
+            "missed": 1,  # c_bounded
+            "early": 1,  # b_early
             "not_loops": 2,
             "false_positives": 2,  # e_fp, and b_early (fired before loop_start)
             "median_latency": 607,
@@ -197,6 +199,8 @@ def test_text_outcomes_and_json(capsys: pytest.CaptureFixture[str], text_dir: Pa
         "tool_calls": {
             "loops": 0,
             "caught": 0,
+            "missed": 0,
+            "early": 0,
             "not_loops": 0,
             "false_positives": 0,
             "median_latency": None,

@@ -598,7 +598,8 @@ def summarize(results: Iterable[CaseResult], kind: str) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``loops`` (loop cases), ``caught``, ``not_loops`` (not-loop cases),
+        ``loops`` (loop cases), ``caught``, ``missed`` and ``early`` (loop cases
+        not caught, by outcome), ``not_loops`` (not-loop cases),
         ``false_positives`` (not-loop cases that fired *plus* loop cases
         that fired ``early``, before their loop: SPEC §9 counts those as
         false positives), ``median_latency`` and ``max_latency`` over caught
@@ -610,6 +611,8 @@ def summarize(results: Iterable[CaseResult], kind: str) -> dict[str, Any]:
     return {
         "loops": sum(1 for r in mine if r.case.verdict == "loop"),
         "caught": sum(1 for r in mine if r.outcome == "caught"),
+        "missed": sum(1 for r in mine if r.outcome == "missed"),
+        "early": sum(1 for r in mine if r.outcome == "early"),
         "not_loops": sum(1 for r in mine if r.case.verdict != "loop"),
         "false_positives": sum(1 for r in mine if r.outcome in ("false_positive", "early")),
         "median_latency": _number(statistics.median(latencies)) if latencies else None,
