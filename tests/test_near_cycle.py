@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, note, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import loopcore
 from conftest import CASES, load_index
@@ -29,7 +29,7 @@ from loopcore._reference import (
     record_chars,
 )
 from loopguard import TextConfig
-from test_parity import ALPHABETS, chunkings
+from test_parity import ALPHABETS, assert_parity_drawn
 
 pytestmark = pytest.mark.skipif(
     "cython" not in loopcore.implementations(), reason="the compiled core is not built"
@@ -97,11 +97,7 @@ def noisy_streams(draw: st.DrawFn) -> str:
 
 @given(data=st.data())
 def test_parity_tiny_near_cycle(data: st.DataObject) -> None:
-    text = data.draw(noisy_streams())
-    channel = data.draw(st.sampled_from(["text", "reasoning"]))
-    note(f"len={len(text)}")
-    reference = detect(text, TINY_N, "python", channel=channel, cuts=data.draw(chunkings(text)))
-    assert detect(text, TINY_N, "cython", channel=channel, cuts=data.draw(chunkings(text))) == reference
+    assert_parity_drawn(data, data.draw(noisy_streams()), TINY_N)
 
 
 @pytest.mark.parametrize("case", [c for c in load_index() if c["kind"] == "text"], ids=lambda c: c["file"][:3])

@@ -105,6 +105,15 @@ def chunkings(draw: st.DrawFn, text: str) -> list[int]:
     return sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=40)))
 
 
+def assert_parity_drawn(data: st.DataObject, text: str, config: TextConfig) -> None:
+    """Both implementations give the same detections on ``text`` (a drawn channel, each under its
+    own drawn chunking)."""
+    channel = data.draw(st.sampled_from(["text", "reasoning"]))
+    note(f"len={len(text)}")
+    reference = detect(text, config, "python", channel=channel, cuts=data.draw(chunkings(text)))
+    assert detect(text, config, "cython", channel=channel, cuts=data.draw(chunkings(text))) == reference
+
+
 @given(data=st.data())
 def test_parity_tiny_config(data: st.DataObject) -> None:
     text = data.draw(streams(max_period=80))

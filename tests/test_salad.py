@@ -9,14 +9,14 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, note, strategies as st
+from hypothesis import given, strategies as st
 
 import loopcore
 from conftest import CASES, load_index
 from helpers import detect, random_cuts
 from loopcore._reference import SALAD_GATE, SALAD_WORD
 from loopguard import TextConfig
-from test_parity import chunkings
+from test_parity import assert_parity_drawn
 
 pytestmark = pytest.mark.skipif(
     "cython" not in loopcore.implementations(), reason="the compiled core is not built"
@@ -37,11 +37,7 @@ def salad_streams(draw: st.DrawFn) -> str:
 
 @given(data=st.data())
 def test_parity_tiny_salad(data: st.DataObject) -> None:
-    text = data.draw(salad_streams())
-    channel = data.draw(st.sampled_from(["text", "reasoning"]))
-    note(f"len={len(text)}")
-    reference = detect(text, TINY_T, "python", channel=channel, cuts=data.draw(chunkings(text)))
-    assert detect(text, TINY_T, "cython", channel=channel, cuts=data.draw(chunkings(text))) == reference
+    assert_parity_drawn(data, data.draw(salad_streams()), TINY_T)
 
 
 @pytest.mark.parametrize("case", [c for c in load_index() if c["kind"] == "text"], ids=lambda c: c["file"][:3])
