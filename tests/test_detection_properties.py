@@ -2,16 +2,19 @@
 
 * Loops injected into prose at a random offset -- period 1-4000 code points, ASCII and CJK, with
   or without recovery prose after them -- are caught (fire after ``first_repeat``, before the loop
-  ends): verbatim ones and ones with up to 2 % character noise (substitutions, insertions,
-  deletions over every copy after the first); with 2-5 % noise, a floor on a fixed sample.
+  ends): verbatim ones and ones with up to 4 % character noise (substitutions, insertions,
+  deletions over every copy after the first) on hypothesis examples, and every loop of a fixed
+  sample with 2-5 % noise.
 * Generated legitimate texts -- prose (English, Chinese), Python and Go code, Markdown tables,
   CSV, logs, YAML, hex dumps, numbered lists, JSON Lines -- are never flagged.
 
-The generators are checked on their own in ``tests/test_quality_probe.py``; the measured rates
-for 3-5 % noise (where these loops, only three copies long, are not all caught) are in
-``docs/detection.md``.  Locally, 4,000 hypothesis examples up to 2 % noise all pass; up to 3 %
-the first failure is a period-191 loop at 2.9 % whose loop ends one checkpoint after its window
-first fits.
+The generators are checked on their own in ``tests/test_quality_probe.py``; the probe's
+rates over nine seeds are in ``docs/detection.md``.  The loops are short (three copies, at
+least 600 code points, plus 200-600): at 5 % noise a loop's window of two copies is about
+80-90 % covered, at the edge of N's coverage rule (0.82).  Measured with the compiled core on
+3,000 random loops each: 0 missed at 0.1-4 % noise, 3 missed at 4-5 % (a digit-heavy unit of
+period 14 whose digit-for-digit edits read as a changing number, two CJK loops at 4.9-5 %
+whose windows reach 0.80) -- the hypothesis test stops at 4 % so that it cannot flake.
 """
 
 from __future__ import annotations
@@ -51,25 +54,26 @@ def test_verbatim_loops_are_caught(family: str, index: int, seed: int, period: i
     assert _judge(sample).outcome == "caught"  # type: ignore[attr-defined]
 
 
-@given(family=families, index=indices, seed=seeds, period=periods, noise=st.floats(0.001, 0.02))
-def test_noisy_loops_up_to_2_percent_are_caught(family: str, index: int, seed: int, period: int, noise: float) -> None:
+@given(family=families, index=indices, seed=seeds, period=periods, noise=st.floats(0.001, 0.04))
+def test_noisy_loops_up_to_4_percent_are_caught(family: str, index: int, seed: int, period: int, noise: float) -> None:
     sample = quality.make_loop(family, index, seed, period=period, noise=noise)
     assert _judge(sample).outcome == "caught"  # type: ignore[attr-defined]
 
 
-def test_noisy_loops_of_2_to_5_percent_floor() -> None:
-    """Not all are caught yet (issue 6 asks for all): 397 of these 400 loops (the probe's, seeds 1
-    and 2, 100 per script each, noise uniform in [2 %, 5 %)) were when this was written -- the
-    misses are loops only three copies long whose window of two copies falls under 82 %
-    coverage when edits cluster.  The floor keeps that from getting worse."""
-    caught = 0
+def test_noisy_loops_of_2_to_5_percent_fixed_sample() -> None:
+    """All of these 400 loops (the probe's, seeds 1 and 2, 100 per script each, noise uniform in
+    [2 %, 5 %)) are caught.  Before N's two-periods-back seeds, pending period, mean period,
+    short-period tolerance and digit-against-digit stop, 3 of them were missed (noisy windows
+    just under 82 % coverage); these are the loops hypothesis found first."""
+    missed = []
     for seed in (1, 2):
         for family in quality.LOOPS:
             for index in range(100):
                 noise = random.Random(f"{seed}-{family}-{index}").uniform(0.02, 0.05)
                 sample = quality.make_loop(family, index, seed, noise=noise)
-                caught += quality.judge(sample, DEFAULT).outcome == "caught"
-    assert caught >= 397
+                if quality.judge(sample, DEFAULT).outcome != "caught":
+                    missed.append((seed, family, index))
+    assert missed == []
 
 
 @given(family=st.sampled_from(sorted(quality.LEGIT)), index=indices, seed=seeds)

@@ -19,6 +19,7 @@ from conftest import CASES, load_index
 from helpers import detect, random_cuts
 from loopcore._reference import (
     NEAR_GAP,
+    NEAR_SEED_COST,
     NEAR_WINNOW,
     is_record_line,
     near_anchors,
@@ -132,17 +133,19 @@ def test_a_verbatim_cycle_by_hand(impl: str) -> None:
     """Period 250 from offset 0 (random letters: no 5-gram repeats inside a copy).
 
     Every anchor of the last 200 positions ends a 5-gram last seen 250 earlier (share 1.0 >=
-    0.35), so p = 250, tolerance 250 // 16 = 15 and the window is max(2 * 250, 600) = 600.
-    Position x matches its copy at lag 250 exactly when x >= 250, so the extension from the
-    first matching anchor covers t[250:n] of the window (left down to 250, where t[249] has no
-    copy before it; right to the end).  At n = 600 the window t[0:600] is covered from 250 on:
-    350 < 0.82 * 600.  At n = 800 the window t[200:800] is covered from 250 on: 550 >= 492,
-    and N fires: cut = 250 (copy 2: one copy kept), start = 250 - 250 = 0.
+    0.35; their mean lag 250), so p = 250, tolerance 250 // 16 = 15 and the window is
+    max(2 * 250, 600) = 600.  Position x matches its copy at lag 250 exactly when x >= 250, so
+    the extension from the first matching anchor covers t[250:n] of the window (left down to
+    250, where t[249] has no copy before it; right to the end): one segment, which costs
+    NEAR_SEED_COST = 2.  At n = 600 the window t[0:600] is covered from 250 on: 350 - 2 <
+    0.82 * 600.  At n = 800 the window t[200:800]: 550 - 2 = 548 >= 492, and N fires: cut = 250
+    (copy 2: one copy kept), start = 250 - 250 = 0.
     """
     text = _unit(250) * 4
     found = [d for d in detect(text, N_ONLY, impl, channel="reasoning")]
     assert [(d["kind"], d["position"], d["start"], d["cut"]) for d in found] == [("near_cycle", 800, 0, 250)]
-    assert found[0]["evidence"] == {"period": 250, "coverage": 550 / 600}
+    assert NEAR_SEED_COST == 2
+    assert found[0]["evidence"] == {"period": 250, "coverage": 548 / 600}
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -232,12 +235,14 @@ def test_anchors_are_the_trailing_minimum_keys() -> None:
 
 def test_extension_across_edits_by_hand() -> None:
     """From offset 50 of copy 2 (lag 50): a substitution is skipped (1 gap), an insertion too and
-    the lag becomes 51, a deletion moves the lag to 49 with no gap; a changed digit or more than
-    NEAR_GAP edited code points stop it; an edit in the copy one period back is bridged by the
-    copy two periods back."""
+    the lag becomes 51, a deletion moves the lag to 49 with no gap, two insertions to 52 (q + 2);
+    a changed number (a digit
+    against a digit) or more than NEAR_GAP edited code points stop it, a digit replaced by a
+    letter does not; an edit in the copy one period back is bridged by the copy two periods
+    back."""
     unit = _unit(50)
     p, tol, k = 50, near_tolerance(50, 16), 5
-    assert tol == 3 and NEAR_GAP == 8
+    assert tol == 4 and NEAR_GAP == 8  # max(NEAR_MIN_TOL 2, min(NEAR_SHORT_TOL 4, 50 // 4), 50 // 16)
     assert near_extend(unit + unit, 50, 100, 50, p, tol, k, 4250) == (100, 0)  # verbatim: to the end
     sub = unit + unit[:20] + "#" + unit[21:]
     assert near_extend(sub, 50, 100, 50, p, tol, k, 4250) == (100, 1)
@@ -245,8 +250,12 @@ def test_extension_across_edits_by_hand() -> None:
     assert near_extend(ins, 50, 101, 50, p, tol, k, 4250) == (101, 1)  # "#" skipped, then lag 51
     dele = unit + unit[:20] + unit[21:]
     assert near_extend(dele, 50, 99, 50, p, tol, k, 4250) == (99, 0)
+    # two insertions together: only lag 52 = q + 2 matches 5 code points again, 2 skipped
+    two = unit + unit[:20] + "##" + unit[20:]
+    assert near_extend(two, 50, 102, 50, p, tol, k, 4250) == (102, 2)
     digit = unit[:20] + "1" + unit[21:]
     assert near_extend(digit + unit[:20] + "2" + unit[21:], 50, 100, 50, p, tol, k, 4250) == (70, 0)
+    assert near_extend(digit + unit[:20] + "x" + unit[21:], 50, 100, 50, p, tol, k, 4250) == (100, 1)  # noise
     wide = unit + unit[:20] + "#" * (NEAR_GAP + 1) + unit[29:]
     assert near_extend(wide, 50, 100, 50, p, tol, k, 4250) == (70, 0)
     # copy 2 edited at 20, copy 3 intact: from copy 3 (offset 100) the mismatch at 120 is the
@@ -260,15 +269,18 @@ def test_extension_across_edits_by_hand() -> None:
 def test_a_unit_with_an_inner_repeat_is_found_by_its_votes(impl: str) -> None:
     """The probe's loop "be the the the in as" (period 20, 1.6 % noise; hypothesis found it):
     most anchors' nearest lag is the inner 4 (" the "), whose window fails; each anchor's vote
-    for its first four earlier occurrences makes 20 the next candidate, and its window of 600
-    is 93.5 % covered at 1,800 (the loop starts at 1,118; its second copy at 1,138)."""
+    for its first four earlier occurrences makes 20 the next candidate (tolerance 4), and its
+    window of 600 at 1,800 is covered by two segments: [1200, 1208) at lag 16 (" the " four
+    times back; 8 code points, too short to place the cut) and [1208, 1799) at lag 20 across 8
+    skipped code points (the cut: the segment's own start is 1207): 6 + 581 = 587 after the seed
+    costs (the loop starts at 1,118; its second copy at 1,138)."""
     from test_quality_probe import quality
 
     sample = quality.make_loop("loop_ascii", 1, 2, period=20, noise=0.015625)
     assert (sample.loop_start, sample.first_repeat) == (1118, 1138)
     found = detect(sample.text, N_ONLY, impl, channel="reasoning")
-    assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1200)]
-    assert found[0]["evidence"] == {"period": 20, "coverage": 561 / 600}
+    assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1207)]
+    assert found[0]["evidence"] == {"period": 20, "coverage": 587 / 600}
 
 
 @pytest.mark.parametrize("check_every", [1, 5, 10, 200])

@@ -83,12 +83,14 @@ cdef enum:
     NEAR_GAP = 8
     NEAR_WINNOW = 6
     NEAR_MIN_TOL = 2
+    NEAR_SHORT_TOL = 4
     NEAR_CANDIDATES = 3
     NEAR_VOTES = 4
+    NEAR_SEED_COST = 2
 cdef double NEAR_VOTE_GATE = _reference.NEAR_VOTE_GATE
-assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_CANDIDATES, NEAR_VOTES) == (
-    _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_CANDIDATES,
-    _reference.NEAR_VOTES)
+assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_SHORT_TOL, NEAR_CANDIDATES, NEAR_VOTES, NEAR_SEED_COST) == (
+    _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_SHORT_TOL,
+    _reference.NEAR_CANDIDATES, _reference.NEAR_VOTES, _reference.NEAR_SEED_COST)
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
@@ -276,6 +278,7 @@ cdef class ChannelStream:
     cdef uint64_t n_pmask  # the packed k-gram's bits: 8k of them, at most 64
     cdef Py_ssize_t n_hbits, n_smask, n_lmask, n_best, n_mode, n_anchors, n_recurring
     cdef Py_ssize_t n_hold  # the period N held at the previous checkpoint (0: it did not)
+    cdef Py_ssize_t n_pend  # a period whose window fell short at the previous checkpoint (0: none)
     cdef int64_t n_done  # positions chained so far (N runs in blocks at checkpoints)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
@@ -494,9 +497,9 @@ cdef class ChannelStream:
                 self.grp_free[size] = <int32_t>(self.pool_window - 1 - size)
             self.grp_nfree = self.pool_window
         if self.n_on:
-            self.n_lim = self.nmax_p + max(NEAR_MIN_TOL, self.nmax_p // self.ntol)
+            self.n_lim = self.nmax_p + self._ntol(self.nmax_p)
             # anchors are linked this far back: a lag up to lim within its tolerance
-            self.n_link = self.n_lim + max(NEAR_MIN_TOL, self.n_lim // self.ntol)
+            self.n_link = self.n_lim + self._ntol(self.n_lim)
             # text compares reach lim + k back; the record scan a window plus one line
             # text compares reach lim + k back, the extension a window plus lim
             span = max(2 * self.n_lim, self.nmin_w, self.nrw)  # the longest window
@@ -1579,12 +1582,13 @@ cdef class ChannelStream:
         ev.ev2 = w
         ev.coverage = <double>covered / <double>w
 
-    cdef int64_t _near_extend(self, int64_t e, int64_t q, Py_ssize_t p, Py_ssize_t tol,
+    cdef int64_t _near_extend(self, int64_t e, int64_t n, int64_t q, int64_t c, Py_ssize_t p, Py_ssize_t tol,
                               int64_t* gaps) noexcept nogil:
-        """_reference.near_extend from ``e`` at lag ``q``; returns the end, adds to ``gaps``."""
-        cdef int64_t n = self.n, a = 0, L = 0, hit, base = self.base, c = q
+        """_reference.near_extend from ``e`` up to ``n`` at lag ``q``, comparing at lag ``c``
+        first; returns the end, sets ``gaps``."""
+        cdef int64_t a = 0, L = 0, hit, base = self.base
         cdef Py_ssize_t g, j, r, k = self.nk
-        cdef int64_t tries[6]
+        cdef int64_t tries[8]
         cdef cp_t c1, c2
         gaps[0] = 0
         while e < n:
@@ -1593,18 +1597,20 @@ cdef class ChannelStream:
             if c1 == c2:
                 e += 1
                 continue
-            if (48 <= c1 <= 57) or (48 <= c2 <= 57):
+            if (48 <= c1 <= 57) and (48 <= c2 <= 57):
                 return e  # a number that changes: an enumeration, not noise
             hit = 0
             tries[0] = q
             tries[1] = q + 1
             tries[2] = q - 1
-            tries[3] = 2 * q
-            tries[4] = 2 * q + 1
-            tries[5] = 2 * q - 1
+            tries[3] = q + 2
+            tries[4] = q - 2
+            tries[5] = 2 * q
+            tries[6] = 2 * q + 1
+            tries[7] = 2 * q - 1
             for g in range(NEAR_GAP + 1):
                 a = e + g
-                for r in range(6):
+                for r in range(8):
                     L = tries[r]
                     if g == 0 and L == c:
                         continue
@@ -1628,6 +1634,10 @@ cdef class ChannelStream:
             if p - tol <= hit <= p + tol:
                 q = hit
         return e
+
+    cdef inline Py_ssize_t _ntol(self, Py_ssize_t p) noexcept nogil:
+        """_reference.near_tolerance(p, near_tolerance)."""
+        return max(NEAR_MIN_TOL, min(NEAR_SHORT_TOL, p // 4), p // self.ntol)
 
     cdef inline int64_t _near_lag(self, int64_t i, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
         """The distance ``q`` to the nearest earlier anchor ending the same k-gram as anchor
@@ -1753,10 +1763,17 @@ cdef class ChannelStream:
     cdef bint _near(self, Event* ev) noexcept nogil:
         """N at a checkpoint; starts the next block's lag histogram."""
         cdef bint held = False
+        cdef Py_ssize_t pend = self.n_pend
         self._near_catch_up()
+        self.n_pend = 0
         if 0 < self.n_hold <= self.n_lim and self.n >= self.nmin_w and self.n >= self.nk:
             # a loop N holds on: its window at the same period, first
-            held = self._near_window(ev, self.n_hold, max(NEAR_MIN_TOL, self.n_hold // self.ntol)) == 1
+            held = self._near_window(ev, self.n_hold, self._ntol(self.n_hold)) == 1
+        if not held and 0 < pend <= self.n_lim and pend != self.n_hold and self.n >= self.nmin_w \
+                and self.n >= self.nk:
+            # a period whose window fell short at the previous checkpoint (a noisy loop's
+            # lags scatter; its window may pass one block later)
+            held = self._near_window(ev, pend, self._ntol(pend)) == 1
         if not held:
             held = self._near_eval(ev) or self._near_recurrence(ev)
         self.n_hold = <Py_ssize_t>ev.ev0 if held else 0
@@ -1775,13 +1792,24 @@ cdef class ChannelStream:
         cdef Py_ssize_t cand[NEAR_CANDIDATES]
         cdef uint32_t votes[NEAR_CANDIDATES]
         cdef Py_ssize_t ncand, p1
-        cdef int64_t d, d2
+        cdef int64_t d, d2, sum_c, sum_cd
         if n < self.nmin_w or n < k or self.n_best == 0:
             return False
         # the first: the most frequent nearest lag (ties: the smallest), its share counted
         # from the histogram
+        # the period: the mean (rounded, halves up) of the nearest lags within the mode's
+        # tolerance of the most frequent one (insertions and deletions scatter a noisy loop's lags)
         p = self.n_mode
-        tol = max(NEAR_MIN_TOL, p // self.ntol)
+        tol = self._ntol(p)
+        sum_c = 0
+        sum_cd = 0
+        for j in range(self.n_nused):
+            slot = self.n_used[j]
+            if p - tol <= self.n_lag[slot] <= p + tol:
+                sum_c += self.n_count[slot]
+                sum_cd += <int64_t>self.n_count[slot] * self.n_lag[slot]
+        p = <Py_ssize_t>((2 * sum_cd + sum_c) // (2 * sum_c))
+        tol = self._ntol(p)
         within = 0
         for j in range(self.n_nused):
             slot = self.n_used[j]
@@ -1791,6 +1819,7 @@ cdef class ChannelStream:
             r = self._near_window(ev, p, tol)
             if r != 0:
                 return r == 1
+            self.n_pend = p
         if <double>self.n_recurring < NEAR_VOTE_GATE * <double>self.n_anchors:
             return False  # the votes only where the block's k-grams mostly repeat
         # the first failed its window: a lag of a repeat inside the unit?  The next ones come
@@ -1816,13 +1845,17 @@ cdef class ChannelStream:
         ncand = self._near_top(cand, votes)
         for j in range(ncand):
             p = cand[j]
-            tol = max(NEAR_MIN_TOL, p // self.ntol)
+            tol = self._ntol(p)
             within = 0
             for i in range(b0, n):
                 if self.n_last[i & self.n_lmask] != 0 and self._near_lag(i, p, tol) != 0:
                     within += 1
-            if <double>within >= self.nlag * <double>self.n_anchors and self._near_window(ev, p, tol) == 1:
-                return True
+            if <double>within >= self.nlag * <double>self.n_anchors:
+                r = self._near_window(ev, p, tol)
+                if r == 1:
+                    return True
+                if r == 0 and self.n_pend == 0:
+                    self.n_pend = p
         return False
 
     cdef Py_ssize_t _near_top(self, Py_ssize_t* cand, uint32_t* votes) noexcept nogil:
@@ -1873,38 +1906,63 @@ cdef class ChannelStream:
         self.n_count[t] += 1
 
     cdef int _near_window(self, Event* ev, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
-        """N's window at period ``p``: coverage by copies one period back, records.
+        """N's window at period ``p``: coverage by copies one period back, records
+        (_reference.ChannelStream._near_window).
         Returns 1 when it fires, 2 when the window is record lines, 0 otherwise."""
-        cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, gaps
-        cdef Py_ssize_t k = self.nk, w, covered = 0
+        cdef int64_t n = self.n, hi = self.n, cut = -1, end = 0
+        cdef Py_ssize_t w, covered
+        cdef double need
         w = max(2 * p, self.nmin_w)
         if n < w:
             return 0
-        lo = n - w
-        done = lo
-        for i in range(max(lo, k - 1), n):
-            if i < done or self.n_last[i & self.n_lmask] == 0:
-                continue
-            q = self._near_lag(i, p, tol)
-            if q == 0:
-                continue
-            s = max(lo, i - k + 1)
-            while s > done and s - 1 - q >= 0 and self._at(<Py_ssize_t>(s - 1 - self.base)) == \
-                    self._at(<Py_ssize_t>(s - 1 - q - self.base)):
-                s -= 1
-            e = self._near_extend(i + 1, q, p, tol, &gaps)
-            if cut < 0:
-                cut = s
-            covered += e - max(s, done) - gaps
-            done = e
-        if cut < 0:
+        need = self.ncov * <double>w
+        covered = self._near_cover(p, tol, n, w, &cut, &end)
+        if <double>covered < need and 2 * self.nk <= n - end < self.check_every and end >= w and \
+                <double>(covered + (n - end)) >= need:
+            # the copies ended inside the last block: the window that ends with them
+            hi = end
+            covered = self._near_cover(p, tol, hi, w, &cut, &end)
+        if cut < 0 or <double>covered < need:
             return 0
-        if <double>covered < self.ncov * <double>w:
-            return 0
-        if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
+        if <double>self._record_chars(hi - w, hi) >= self.nrec * <double>w:
             return 2
         self._near_report(ev, cut, p, covered, w)
         return 1
+
+    cdef Py_ssize_t _near_cover(self, Py_ssize_t p, Py_ssize_t tol, int64_t hi, Py_ssize_t w,
+                                int64_t* cut_out, int64_t* end_out) noexcept nogil:
+        """_reference.ChannelStream._near_cover: the coverage walk over ``[hi - w, hi)``;
+        returns the covered code points (after the seed costs), sets the cut (the first
+        segment of at least 2k; -1: none) and the end (of the last such segment)."""
+        cdef int64_t i, lo = hi - w, s, e, done, cut = -1, q, c, gaps, last = hi - w
+        cdef Py_ssize_t k = self.nk, covered = 0
+        done = lo
+        for i in range(max(lo, k - 1), hi):
+            if i < done or self.n_last[i & self.n_lmask] == 0:
+                continue
+            c = self._near_lag(i, p, tol)
+            q = c
+            if c == 0:  # the copy one period back was edited here: two periods back
+                c = self._near_lag(i, 2 * p, 2 * tol)
+                if c > self.n_link:
+                    c = 0
+                q = c // 2
+            if c == 0:
+                continue
+            s = max(lo, i - k + 1)
+            while s > done and s - 1 - c >= 0 and self._at(<Py_ssize_t>(s - 1 - self.base)) == \
+                    self._at(<Py_ssize_t>(s - 1 - c - self.base)):
+                s -= 1
+            e = self._near_extend(i + 1, hi, q, c, p, tol, &gaps)
+            if cut < 0 and e - s >= 2 * k:  # a k-gram alone recurs by chance (" the ")
+                cut = s
+            covered += e - max(s, done) - gaps - NEAR_SEED_COST  # a seed's cost: see _reference
+            if e - s >= 2 * k:
+                last = e
+            done = e
+        cut_out[0] = cut
+        end_out[0] = last
+        return covered
 
     cdef bint _salad(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._salad: a window of few symbols and no words."""

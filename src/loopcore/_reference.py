@@ -220,6 +220,13 @@ SALAD_GATE = 50
 
 #: N's smallest lag tolerance: an insertion and a deletion between two copies.
 NEAR_MIN_TOL = 2
+#: ... and for periods of 16 or more (a quarter of the period below that) at least this much: a
+#: cluster of insertions or deletions in a short noisy unit shifts its lag by a few code points.
+NEAR_SHORT_TOL = 4
+#: Each copy segment N's coverage walk finds from a new seed costs this many code points of
+#: coverage: a template (code's switch arms, log lines) is many short copies between its
+#: varying slots, a noisy loop a few long copies across small edits.
+NEAR_SEED_COST = 2
 
 #: N tries this many lags: the most frequent nearest lag, then the most voted others (a unit
 #: with an inner repeat, "the the the", makes the inner lag the most frequent nearest one).
@@ -230,33 +237,34 @@ NEAR_VOTES = 4
 NEAR_VOTE_GATE = 0.7
 
 
-def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int) -> tuple[int, int]:
+def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int, c: int = 0) -> tuple[int, int]:
     """Extend a copy of ``t`` at lag ``q`` rightwards from ``e`` (``t[x] == t[x - q]``)
     across small edits, up to ``n``; returns ``(end, gaps)``.
 
-    At a mismatch at ``x`` (compared at the current lag ``c``, first ``q``) it
-    resynchronises at the first ``(g, L)`` in the order ``g = 0, 1, ... NEAR_GAP`` then
-    ``L = q, q + 1, q - 1, 2q, 2q + 1, 2q - 1`` (not ``g = 0, L = c``) for which
+    At a mismatch at ``x`` (compared at the current lag ``c``, first ``c`` if given, else
+    ``q``) it resynchronises at the first ``(g, L)`` in the order ``g = 0, 1, ... NEAR_GAP``
+    then ``L = q, q + 1, q - 1, q + 2, q - 2, 2q, 2q + 1, 2q - 1`` (not ``g = 0, L = c``;
+    ``q ± 2``: two insertions or deletions close together) for which
     ``t[x+g : x+g+k] == t[x+g-L : x+g-L+k]``, with ``|L - p| <= tol`` (one period back: a
     substitution, insertion or deletion in either copy; ``q`` becomes ``L``) or
     ``|L - 2p| <= 2 tol`` and ``L <= link`` (two periods back: the copy one period back was
     edited there);
     ``L`` becomes the current lag.  The ``g`` skipped code points count as ``gaps`` (not
-    covered).  It stops where no resynchronisation fits and at a mismatch on an ASCII digit
-    in either copy (numbers that change make an enumeration -- a table, a counter -- not a
-    noisy copy).
+    covered).  It stops where no resynchronisation fits and at a mismatch of an ASCII digit
+    against an ASCII digit (numbers that change make an enumeration -- a table, a counter --
+    not a noisy copy; a digit against a letter is an edit).
     """
-    gaps, c = 0, q
+    gaps, c = 0, c or q
     while e < n:
         if t[e] == t[e - c]:
             e += 1
             continue
-        if t[e] in _DIGITS or t[e - c] in _DIGITS:
+        if t[e] in _DIGITS and t[e - c] in _DIGITS:
             return e, gaps  # a number that changes: an enumeration, not noise
         for g in range(NEAR_GAP + 1):
             a = e + g
             hit = next(
-                (L for L in (q, q + 1, q - 1, 2 * q, 2 * q + 1, 2 * q - 1)
+                (L for L in (q, q + 1, q - 1, q + 2, q - 2, 2 * q, 2 * q + 1, 2 * q - 1)
                  if (g > 0 or L != c) and (abs(L - p) <= tol or (abs(L - 2 * p) <= 2 * tol and L <= link))
                  and L >= 1 and a + k <= n and a - L >= 0 and t[a:a + k] == t[a - L:a - L + k]),
                 0,
@@ -273,8 +281,9 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
 
 
 def near_tolerance(period: int, divisor: int) -> int:
-    """N's lag tolerance for ``period``: ``max(NEAR_MIN_TOL, period // divisor)`` code points."""
-    return max(NEAR_MIN_TOL, period // divisor)
+    """N's lag tolerance for ``period``: ``max(NEAR_MIN_TOL, min(NEAR_SHORT_TOL, period // 4),
+    period // divisor)`` code points."""
+    return max(NEAR_MIN_TOL, min(NEAR_SHORT_TOL, period // 4), period // divisor)
 
 
 def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
@@ -474,6 +483,7 @@ class ChannelStream:
         self.near_recurrence_window = params["near_recurrence_window"]
         self.near_min_recurrence = params["near_min_recurrence"]
         self._near_hold = 0  # the period N held at the previous checkpoint (0: it did not)
+        self._near_pending = 0  # a period whose window fell short at the previous checkpoint
         self.t_on, self.salad_window = params["t_on"], params["salad_window"]
         self.salad_max_unique = params["salad_max_unique"]
         self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
@@ -754,7 +764,9 @@ class ChannelStream:
            near_tolerance(near_max_period)``), counted when
            within ``[near_min_period, lim]`` (a period of ``near_max_period`` with insertions
            has lags a little above it).  ``p`` = the most frequent counted
-           lag (ties: the smallest); ``tol = near_tolerance(p)``.  Needs at least
+           lag (ties: the smallest), then ``p`` = the mean (rounded, halves up) of the counted lags
+           within its tolerance (edits scatter a noisy loop's lags around the period);
+           ``tol = near_tolerance(p)``.  Needs at least
            ``near_min_lag_share * anchors`` counted lags within ``tol`` of ``p``.  When that
            ``p`` fails this or step 2 (not step 3) and at least :data:`NEAR_VOTE_GATE` of the
            block's anchors occurred before (within ``link``), :data:`NEAR_CANDIDATES` - 1 more
@@ -767,18 +779,31 @@ class ChannelStream:
            within its tolerance: a unit with an inner repeat ("the the the") makes the inner
            lag the most frequent nearest one.
         2. Coverage: the window ``t[n-w:n]``, ``w = max(2p, near_min_window)`` (two copies
-           after the first).  An anchor ``i`` of the window *matches* at lag ``q`` when the
+           after the first).  An anchor ``i`` of the window *matches* at lag ``c`` when the
            nearest earlier anchor ``j`` ending the same k-gram with ``|i - j - p| <= tol``
-           has ``q = i - j`` (an insertion or deletion shifts the lag a little).  Walking the
-           matching anchors left to right, each one not yet covered covers its k-gram
-           extended left (down to what is covered already) while ``t[x] == t[x - q]`` and
-           right across small edits (:func:`near_extend`).  Needs
-           ``covered >= near_min_coverage * w``.
+           has ``c = i - j`` (an insertion or deletion shifts the lag a little; ``q = c``), or
+           else, when the copy one period back was edited there, the nearest with
+           ``|i - j - 2p| <= 2 tol`` and ``i - j <= link`` (``q = c // 2``).  Walking the
+           matching anchors left to right, each one not yet covered *seeds* a segment: its
+           k-gram extended left (down to what is covered already) while ``t[x] == t[x - c]``
+           and right across small edits (:func:`near_extend` at lag ``q``, comparing at ``c``
+           first).  Each segment adds its length less its skipped code points and
+           :data:`NEAR_SEED_COST`.  Needs ``covered >= near_min_coverage * w``.  When it
+           falls short, the last segment of at least ``2k`` ends at ``end`` with
+           ``2k <= n - end < check_every`` (the copies stopped inside the last block) and
+           ``covered + (n - end)`` could reach it, the window ``t[end-w:end]`` is walked
+           instead (what a checkpoint at ``end`` would have seen).
         3. Records: holds back when ``record_chars >= near_max_record_share * w``
            (:func:`is_record_line`).
 
-        ``cut`` = the first covered position of the window (the second copy: one copy is
-        kept), ``start = max(0, cut - p)``.  Evidence: ``period``, ``coverage``.
+        ``cut`` = the start of the window's first segment at least ``2k`` long (the second
+        copy: one copy is kept; a lone k-gram recurs by chance), ``start = max(0, cut - p)``.
+        Evidence: ``period``, ``coverage``.
+
+        Pending: when the first lag passes its share (or a voted one) but its window falls
+        short (not records), the next checkpoint first tries the window at that period (after
+        the held one): a noisy loop's lags scatter, so its block may not pass the share when
+        its window would.
 
         Holding: when N held at the previous checkpoint with period ``p <= lim``, steps 2-3 at
         that ``p`` come first (a loop in progress stays one episode even when a block's anchors
@@ -818,6 +843,11 @@ class ChannelStream:
             found = self._near_window(t, anchors, before, p, near_tolerance(p, div), link)
             if found in ("no", "records"):
                 found = None
+        pending, self._near_pending = self._near_pending, 0
+        if found is None and 0 < pending <= lim and pending != self._near_hold:
+            found = self._near_window(t, anchors, before, pending, near_tolerance(pending, div), link)
+            if found in ("no", "records"):
+                found = None
         if found is None:
             found = self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(t, anchors, before, link)
         self._near_hold = found[2]["period"] if found else 0
@@ -836,13 +866,15 @@ class ChannelStream:
         if not lags:
             return None
         counts = Counter(lags)
-        candidates = sorted(counts, key=lambda d: (-counts[d], d))[:1]
-        p = candidates[0]
+        mode = min(counts, key=lambda d: (-counts[d], d))
+        near = [d for d in lags if abs(d - mode) <= near_tolerance(mode, div)]
+        p = (2 * sum(near) + len(near)) // (2 * len(near))  # their mean, rounded (halves up)
         tol = near_tolerance(p, div)
         if sum(1 for d in lags if abs(d - p) <= tol) >= self.near_min_lag_share * len(block):
             found = self._near_window(t, anchors, before, p, tol, link)
             if found != "no":
                 return None if found == "records" else found
+            self._near_pending = p
         recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= link)
         if recurring < NEAR_VOTE_GATE * len(block):
             return None  # the votes only where the block's k-grams mostly repeat
@@ -856,7 +888,7 @@ class ChannelStream:
                 if newer - j > link or i - j > lim:
                     break
                 d = i - j
-                if d >= self.near_min_period and d != candidates[0] and (d in votes or len(votes) < cap):
+                if d >= self.near_min_period and d != p and (d in votes or len(votes) < cap):
                     votes[d] = votes.get(d, 0) + 1
                 newer = j
         for p in sorted(votes, key=lambda d: (-votes[d], d))[:NEAR_CANDIDATES - 1]:
@@ -866,35 +898,61 @@ class ChannelStream:
                 found = self._near_window(t, anchors, before, p, tol, link)
                 if found not in ("no", "records"):
                     return found
+                if found == "no" and not self._near_pending:
+                    self._near_pending = p
         return None
 
     def _near_window(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int):
         """Steps 2-3 at period ``p``: the detection, or ``"no"``, or ``"records"``."""
-        n, k = len(t), self.near_ngram
+        n = len(t)
         w = max(2 * p, self.near_min_window)
         if n < w:
             return "no"
-        lo = n - w
-        covered, done, cut = 0, lo, -1
-        for i in anchors:
-            if i < max(lo, done):
-                continue
-            q = next((i - j for j in before(i) if abs(i - j - p) <= tol), 0)
-            if q == 0:
-                continue
-            s = max(lo, i - k + 1)
-            while s > max(lo, done) and s - 1 - q >= 0 and t[s - 1] == t[s - 1 - q]:
-                s -= 1
-            e, gaps = near_extend(t, i + 1, n, q, p, tol, k, link)
-            if cut < 0:
-                cut = s
-            covered += e - max(s, done) - gaps
-            done = e
-        if cut < 0 or covered < self.near_min_coverage * w:
+        need = self.near_min_coverage * w
+        covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, n, w)
+        hi = n
+        k = self.near_ngram
+        if covered < need and 2 * k <= n - end < self.check_every and end >= w and covered + (n - end) >= need:
+            # the copies ended inside the last block: the window that ends with them
+            hi = end
+            covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, hi, w)
+        if cut < 0 or covered < need:
             return "no"
-        if record_chars(t, lo, n) >= self.near_max_record_share * w:
+        if record_chars(t, hi - w, hi) >= self.near_max_record_share * w:
             return "records"
         return self._map(max(0, cut - p)), self._map(cut), {"period": p, "coverage": covered / w}
+
+    def _near_cover(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int, hi: int, w: int):
+        """The coverage walk over the window ``t[hi-w:hi]``: ``(covered, cut, end)``: ``cut`` the
+        start of the first segment at least ``2k`` long (-1: none), ``end`` the end of the last
+        one (``hi - w``: none; shorter segments are chance k-grams, as in the prose after a
+        loop)."""
+        k = self.near_ngram
+        lo = hi - w
+        covered, done, cut, last = 0, lo, -1, lo
+        for i in anchors:
+            if i >= hi:
+                break
+            if i < max(lo, done):
+                continue
+            c = next((i - j for j in before(i) if abs(i - j - p) <= tol), 0)
+            q = c
+            if c == 0:  # the copy one period back was edited here: two periods back
+                c = next((i - j for j in before(i) if abs(i - j - 2 * p) <= 2 * tol and i - j <= link), 0)
+                q = c // 2
+            if c == 0:
+                continue
+            s = max(lo, i - k + 1)
+            while s > max(lo, done) and s - 1 - c >= 0 and t[s - 1] == t[s - 1 - c]:
+                s -= 1
+            e, gaps = near_extend(t, i + 1, hi, q, p, tol, k, link, c)
+            if cut < 0 and e - s >= 2 * k:  # a k-gram alone recurs by chance (" the ")
+                cut = s
+            covered += e - max(s, done) - gaps - NEAR_SEED_COST
+            if e - s >= 2 * k:
+                last = e
+            done = e
+        return covered, cut, last
 
     def _near_recurrence(self, t: str, anchors: list[int], before: Any, link: int):
         n, k, w = len(t), self.near_ngram, self.near_recurrence_window
