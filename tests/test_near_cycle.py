@@ -265,6 +265,35 @@ def test_extension_across_edits_by_hand() -> None:
     assert near_extend(three, 100, 150, 50, p, tol, k, 99) == (150, 1)  # lag 100 beyond the link
 
 
+@pytest.mark.parametrize(
+    ("family", "index", "seed", "period", "noise"),
+    [
+        ("loop_ascii", 9545, 3, 203, 0.041015625),  # its copies stop 83 before a checkpoint
+        ("loop_ascii", 20262, 3, 112, 0.046489419721010054),  # hypothesis: 0.77 at 3,600 before q ± 2
+        ("loop_cjk", 1001123, 2, 103, 0.04925366193166064),  # pending kept: block under the share
+        ("loop_ascii", 1002718, 1, 14, 0.042092880547653644),  # " 2116; it 2was": pending kept
+    ],
+    ids=["ends-between-checkpoints", "pending-kept", "pending-kept-cjk", "digit-heavy"],
+)
+def test_short_noisy_loops_hypothesis_and_the_probe_missed(family: str, index: int, seed: int, period: int,
+                                                           noise: float) -> None:
+    """Loops of about four copies at 4-5 % noise that N missed before q ± 2, the window that
+    ends with the copies and the kept pending period (the last two miss with
+    NEAR_PENDING_KEEP out of reach): caught (after the first
+    copy, before the loop's end + one checkpoint) at a period within tolerance, and the
+    reference and the core agree."""
+    from test_quality_probe import quality
+
+    sample = quality.make_loop(family, index, seed, period=period, noise=noise)
+    assert sample.loop_end is not None  # each recovers: the window must fit in a short loop
+    reference = detect(sample.text, N_ONLY, "python", channel="reasoning")
+    assert detect(sample.text, N_ONLY, "cython", channel="reasoning") == reference
+    first = reference[0]
+    assert sample.first_repeat <= first["position"] <= sample.loop_end + 200
+    assert sample.loop_start <= first["cut"] < sample.loop_end
+    assert abs(first["evidence"]["period"] - period) <= near_tolerance(period, 16)
+
+
 @pytest.mark.parametrize("impl", ["python", "cython"])
 def test_a_unit_with_an_inner_repeat_is_found_by_its_votes(impl: str) -> None:
     """The probe's loop "be the the the in as" (period 20, 1.6 % noise; hypothesis found it):

@@ -88,6 +88,7 @@ cdef enum:
     NEAR_VOTES = 4
     NEAR_SEED_COST = 2
 cdef double NEAR_VOTE_GATE = _reference.NEAR_VOTE_GATE
+cdef double NEAR_PENDING_KEEP = _reference.NEAR_PENDING_KEEP
 assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_SHORT_TOL, NEAR_CANDIDATES, NEAR_VOTES, NEAR_SEED_COST) == (
     _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_SHORT_TOL,
     _reference.NEAR_CANDIDATES, _reference.NEAR_VOTES, _reference.NEAR_SEED_COST)
@@ -279,6 +280,7 @@ cdef class ChannelStream:
     cdef Py_ssize_t n_hbits, n_smask, n_lmask, n_best, n_mode, n_anchors, n_recurring
     cdef Py_ssize_t n_hold  # the period N held at the previous checkpoint (0: it did not)
     cdef Py_ssize_t n_pend  # a period whose window fell short at the previous checkpoint (0: none)
+    cdef Py_ssize_t n_covered  # the covered code points of N's last window walk
     cdef int64_t n_done  # positions chained so far (N runs in blocks at checkpoints)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
@@ -1763,6 +1765,7 @@ cdef class ChannelStream:
     cdef bint _near(self, Event* ev) noexcept nogil:
         """N at a checkpoint; starts the next block's lag histogram."""
         cdef bint held = False
+        cdef int r
         cdef Py_ssize_t pend = self.n_pend
         self._near_catch_up()
         self.n_pend = 0
@@ -1773,7 +1776,10 @@ cdef class ChannelStream:
                 and self.n >= self.nk:
             # a period whose window fell short at the previous checkpoint (a noisy loop's
             # lags scatter; its window may pass one block later)
-            held = self._near_window(ev, pend, self._ntol(pend)) == 1
+            r = self._near_window(ev, pend, self._ntol(pend))
+            held = r == 1
+            if r == 0 and <double>self.n_covered >= NEAR_PENDING_KEEP * <double>max(2 * pend, self.nmin_w):
+                self.n_pend = pend  # a loop still growing into its window: once more
         if not held:
             held = self._near_eval(ev) or self._near_recurrence(ev)
         self.n_hold = <Py_ssize_t>ev.ev0 if held else 0
@@ -1913,6 +1919,7 @@ cdef class ChannelStream:
         cdef Py_ssize_t w, covered
         cdef double need
         w = max(2 * p, self.nmin_w)
+        self.n_covered = 0
         if n < w:
             return 0
         need = self.ncov * <double>w
@@ -1922,6 +1929,7 @@ cdef class ChannelStream:
             # the copies ended inside the last block: the window that ends with them
             hi = end
             covered = self._near_cover(p, tol, hi, w, &cut, &end)
+        self.n_covered = covered
         if cut < 0 or <double>covered < need:
             return 0
         if <double>self._record_chars(hi - w, hi) >= self.nrec * <double>w:

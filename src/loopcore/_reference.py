@@ -227,6 +227,9 @@ NEAR_SHORT_TOL = 4
 #: coverage: a template (code's switch arms, log lines) is many short copies between its
 #: varying slots, a noisy loop a few long copies across small edits.
 NEAR_SEED_COST = 2
+#: A pending period whose window is at least this share covered stays pending one checkpoint
+#: more (a short noisy loop grows into its window over two or three checkpoints).
+NEAR_PENDING_KEEP = 0.5
 
 #: N tries this many lags: the most frequent nearest lag, then the most voted others (a unit
 #: with an inner repeat, "the the the", makes the inner lag the most frequent nearest one).
@@ -484,6 +487,7 @@ class ChannelStream:
         self.near_min_recurrence = params["near_min_recurrence"]
         self._near_hold = 0  # the period N held at the previous checkpoint (0: it did not)
         self._near_pending = 0  # a period whose window fell short at the previous checkpoint
+        self._near_covered = 0
         self.t_on, self.salad_window = params["t_on"], params["salad_window"]
         self.salad_max_unique = params["salad_max_unique"]
         self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
@@ -803,7 +807,8 @@ class ChannelStream:
         Pending: when the first lag passes its share (or a voted one) but its window falls
         short (not records), the next checkpoint first tries the window at that period (after
         the held one): a noisy loop's lags scatter, so its block may not pass the share when
-        its window would.
+        its window would.  A pending window that falls short again but is at least
+        :data:`NEAR_PENDING_KEEP` covered stays pending.
 
         Holding: when N held at the previous checkpoint with period ``p <= lim``, steps 2-3 at
         that ``p`` come first (a loop in progress stays one episode even when a block's anchors
@@ -846,6 +851,8 @@ class ChannelStream:
         pending, self._near_pending = self._near_pending, 0
         if found is None and 0 < pending <= lim and pending != self._near_hold:
             found = self._near_window(t, anchors, before, pending, near_tolerance(pending, div), link)
+            if found == "no" and self._near_covered >= NEAR_PENDING_KEEP * max(2 * pending, self.near_min_window):
+                self._near_pending = pending  # a loop still growing into its window: once more
             if found in ("no", "records"):
                 found = None
         if found is None:
@@ -906,6 +913,7 @@ class ChannelStream:
         """Steps 2-3 at period ``p``: the detection, or ``"no"``, or ``"records"``."""
         n = len(t)
         w = max(2 * p, self.near_min_window)
+        self._near_covered = 0  # the covered code points of the last walk (pending keeps on it)
         if n < w:
             return "no"
         need = self.near_min_coverage * w
@@ -916,6 +924,7 @@ class ChannelStream:
             # the copies ended inside the last block: the window that ends with them
             hi = end
             covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, hi, w)
+        self._near_covered = covered
         if cut < 0 or covered < need:
             return "no"
         if record_chars(t, hi - w, hi) >= self.near_max_record_share * w:
