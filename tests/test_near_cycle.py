@@ -58,7 +58,7 @@ TINY_N = TextConfig(
 
 RECORDS = ["{\"a\": 1}\n", "- key: v\n", "@@ -1 +1 @@\n", "+x = 1\n", "-  y\n", "src/a.py:3: E1\n",
            "t::x PASSED\n", "| a | b |\n", "- item\n", "Wait: no\n", "00000010: 0000 ffff\n",
-           "12:30:05 INFO ok\n", "1853. A year\n"]
+           "12:30:05 INFO ok\n", "1853. A year\n", "2024-06-11T03:58:41.260Z INFO ok\n", "123Z x\n"]
 
 
 def _noisy(unit: str, copies: int, rate: float, rng: random.Random, alphabet: str) -> str:
@@ -189,10 +189,10 @@ def test_record_lines_by_hand() -> None:
                "+++ b/x.py", "--- a/x.py", "diff --git a/x b/x", "index 1a..2b 100644", "+x = 1", "-        y", "+",
                "tests/t.py::test_a PASSED", "/home/ci/x.py:41: Warning", "C:\\dir\\f.txt ok", "a::b",
                "00000010: 0000 0000  ....", "0x7ffe1200: 48 65", "12:30:05 INFO ok", "2024-01-02 x", "05:00 UTC: a",
-               "1.2.3 notes", "1,000 rows"]
+               "1.2.3 notes", "1,000 rows", "2024-06-11T03:58:41.260Z INFO  [worker-5] ok", "2024-06-11T03:58:41Z x"]
     prose = ["- item one", "Wait: no", "Key: v", "9a: v", "k : v", "plain words here", " + y", "x" * 201,
              "see a/b later", "", "   ", "1853. A year", "2211 help", "12: x", "1. step", "decade of", "0x1f: a",
-             "3.: x", "12-: y"]
+             "3.: x", "12-: y", "2024-06-11Tx", "123Z x", "T12:30 x"]
     assert [is_record_line(line) for line in records] == [True] * len(records)
     assert [is_record_line(line) for line in prose] == [False] * len(prose)
 

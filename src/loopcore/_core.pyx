@@ -1702,18 +1702,23 @@ cdef class ChannelStream:
 
     cdef bint _is_offset(self, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
         """Whether the token ``[s, e)`` is a number or an offset (_reference.is_record_line)."""
-        cdef Py_ssize_t j, digits = 0
+        cdef Py_ssize_t j, digits = 0, body
         cdef cp_t c
         cdef bint digit = False, number = True, inner = False
         if e > s and self._at(e - 1) == 58:  # one trailing ':'
             e -= 1
-        for j in range(s, e):
+        body = e
+        if e - s > 1 and self._at(e - 1) == 90 and 48 <= self._at(e - 2) <= 57:  # ISO 8601's final Z
+            body = e - 1
+        for j in range(s, body):
             c = self._at(j)
             if 48 <= c <= 57:
                 digits += 1
-            elif c == 58 or c == 46 or c == 45 or c == 44:  # : . - ,
-                if s < j < e - 1 and 48 <= self._at(j - 1) <= 57 and 48 <= self._at(j + 1) <= 57:
+            elif c == 58 or c == 46 or c == 45 or c == 44 or c == 84:  # : . - , T
+                if s < j < body - 1 and 48 <= self._at(j - 1) <= 57 and 48 <= self._at(j + 1) <= 57:
                     inner = True
+                elif c == 84:
+                    number = False
             else:
                 number = False
         if number and inner and digits >= 3:

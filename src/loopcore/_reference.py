@@ -127,7 +127,9 @@ def is_record_line(line: str) -> bool:
       ``\\`` or ``::`` (paths, test ids, ``file.py:12:`` compiler and log lines, URLs);
     * starts with a number: its first token without one trailing ``:`` is a time, date
       or version (only digits and ``:.-,``, at least 3 digits, a separator between two
-      digits: timestamped logs, timetables) or, without a ``0x`` prefix too, an offset
+      digits; also ISO 8601's ``T`` between two digits and a final ``Z`` after one, as in
+      ``2024-06-11T03:58:56.013Z``: timestamped logs, timetables) or, without a ``0x``
+      prefix too, an offset
       (at least 6 hexadecimal digits with a decimal digit among them:
       ``xxd``/``hexdump``/``od`` lines).
     """
@@ -149,9 +151,13 @@ def is_record_line(line: str) -> bool:
         return True
     offset = token[:-1] if token.endswith(":") else token
     digits = sum(1 for ch in offset if ch in _DIGITS)
-    if digits >= 3 and all(ch in _DIGITS or ch in ":.-," for ch in offset) and any(
-        offset[j] in ":.-," and offset[j - 1] in _DIGITS and offset[j + 1] in _DIGITS
-        for j in range(1, len(offset) - 1)
+    body = offset[:-1] if len(offset) > 1 and offset[-1] == "Z" and offset[-2] in _DIGITS else offset
+
+    def inner(j: int) -> bool:  # a separator between two digits
+        return 0 < j < len(body) - 1 and body[j] in ":.-,T" and body[j - 1] in _DIGITS and body[j + 1] in _DIGITS
+
+    if digits >= 3 and all(ch in _DIGITS or ch in ":.-," or inner(j) for j, ch in enumerate(body)) and any(
+        inner(j) for j in range(len(body))
     ):
         return True  # a time, date or version: timestamped logs, timetables
     offset = offset[2:] if offset[:2] in ("0x", "0X") else offset
