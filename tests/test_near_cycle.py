@@ -328,3 +328,42 @@ def test_one_report_per_loop_both_implementations() -> None:
     reference = detect(text, config, "python", channel="reasoning")
     assert [d["kind"] for d in reference] == ["near_cycle"]
     assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=2)) == reference
+
+
+def test_n_needs_its_smallest_window_for_restarts_too() -> None:
+    """The reference returns nothing before ``near_min_window`` code points, the recurrence
+    check included, even when ``near_recurrence_window`` is smaller (a fresh-user review found
+    the core firing at 210 here)."""
+    config = TextConfig("default", enabled=["near_cycle"], near_recurrence_window=100)
+    text = "the quick brown fox jumps over it. " * 6  # 210 < near_min_window 600
+    assert detect(text, config, "python", channel="reasoning") == []
+    assert detect(text, config, "cython", channel="reasoning") == []
+
+
+_WORDS = ("the a of to and in is it that for was on are with as be this have from or one had by but not "
+          "what all were when we there can an your which their said if do will each about how up out them").split()
+
+
+@pytest.mark.parametrize("end", [2790, 2797, 2804])
+def test_the_window_that_ends_a_block_early_reads_its_first_line_whole(end: int) -> None:
+    """A window that ends where the copies stopped starts up to a block before the checkpoint's
+    window; its first line is read back to its start (up to RECORD_MAX_LINE) for the record
+    check, so the core keeps that much more text.  Here: prose, a 190-code-point record line
+    ("{" ...), record lines of period 20 until ``end``, prose; the window ending with the copies
+    is more than half record lines, so the reference holds back.  A fresh-user review found the
+    core reading past what it kept and firing at 3,000 with period 20."""
+    rng = random.Random(0)
+
+    def prose(n: int) -> str:
+        return " ".join(rng.choice(_WORDS) for _ in range(n))[:n]
+
+    config = TextConfig("default", enabled=["near_cycle"], check_every=300, near_max_period=20,
+                        near_recurrence_window=600)
+    text = prose(2046) + "\n"
+    text += "{" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(end - 560 - 2049)) + "\n"
+    text += ("{abcdefgh\nqrstuvwxy\n" * 100)[: end - len(text)]
+    text += prose(3000 - len(text))
+    reference = detect(text, config, "python", channel="reasoning")
+    assert reference == []
+    assert detect(text, config, "cython", channel="reasoning") == reference
+    assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=1)) == reference

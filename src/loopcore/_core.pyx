@@ -502,12 +502,12 @@ cdef class ChannelStream:
             self.n_lim = self.nmax_p + self._ntol(self.nmax_p)
             # anchors are linked this far back: a lag up to lim within its tolerance
             self.n_link = self.n_lim + self._ntol(self.n_lim)
-            # text compares reach lim + k back; the record scan a window plus one line
-            # text compares reach lim + k back, the extension a window plus lim
+            # text compares reach lim + k back; the record scan a window plus one line, the
+            # extension a window plus a lag; a window may end up to a block before the checkpoint
             span = max(2 * self.n_lim, self.nmin_w, self.nrw)  # the longest window
             reach = self.n_link  # a lag within tolerance
-            keep = max(keep, self.n_link + self.nk + self.check_every + 1, span + RECORD_MAX_LINE + 3,
-                       span + reach + 1)
+            keep = max(keep, self.n_link + self.nk + self.check_every + 1,
+                       span + self.check_every + RECORD_MAX_LINE + 3, span + self.check_every + reach + 1)
             size = pow2_at_least(self.n_link + 1)
             self.n_sprev = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.n_smask = size - 1
@@ -1785,7 +1785,7 @@ cdef class ChannelStream:
             held = r == 1
             if r == 0 and <double>self.n_covered >= NEAR_PENDING_KEEP * <double>max(2 * pend, self.nmin_w):
                 self.n_pend = pend  # a loop still growing into its window: once more
-        if not held:
+        if not held and self.n >= self.nmin_w and self.n >= self.nk:
             held = self._near_eval(ev) or self._near_recurrence(ev)
         self.n_hold = <Py_ssize_t>ev.ev0 if held else 0
         self._near_table_clear()
