@@ -2,7 +2,7 @@
 
 * Loops injected into prose at a random offset -- period 1-4000 code points, ASCII and CJK, with
   or without recovery prose after them -- are caught (fire after ``first_repeat``, before the loop
-  ends): verbatim ones and ones with up to 4 % character noise (substitutions, insertions,
+  ends): verbatim ones and ones with up to 5 % character noise (substitutions, insertions,
   deletions over every copy after the first) on hypothesis examples, and every loop of a fixed
   sample with 2-5 % noise.
 * Generated legitimate texts -- prose (English, Chinese), Python and Go code, Markdown tables,
@@ -11,10 +11,9 @@
 The generators are checked on their own in ``tests/test_quality_probe.py``; the probe's
 rates over nine seeds are in ``docs/detection.md``.  The loops are short (three copies, at
 least 600 code points, plus 200-600): at 5 % noise a loop's window of two copies is about
-80-90 % covered, at the edge of N's coverage rule (0.82).  Measured with the compiled core:
-0 missed of 3,000 random loops at 0.1-4 % noise and of 20,000 hypothesis examples at 0.1-5 %,
-1 of 6,000 at 4-5 % (a CJK loop of period 79 at 5.0 % whose one fitting window reaches 0.80)
--- the hypothesis test stops at 4 % so that it cannot flake.
+80-90 % covered, at the edge of N's coverage rule (0.82).
+Measured with the compiled core: 0 missed of 24,000 random loops at 4-5 % noise, of 6,000 at
+0.1-4 % and of 40,000 hypothesis examples at 0.1-5 % (docs/detection.md).
 """
 
 from __future__ import annotations
@@ -54,8 +53,8 @@ def test_verbatim_loops_are_caught(family: str, index: int, seed: int, period: i
     assert _judge(sample).outcome == "caught"  # type: ignore[attr-defined]
 
 
-@given(family=families, index=indices, seed=seeds, period=periods, noise=st.floats(0.001, 0.04))
-def test_noisy_loops_up_to_4_percent_are_caught(family: str, index: int, seed: int, period: int, noise: float) -> None:
+@given(family=families, index=indices, seed=seeds, period=periods, noise=st.floats(0.001, 0.05))
+def test_noisy_loops_up_to_5_percent_are_caught(family: str, index: int, seed: int, period: int, noise: float) -> None:
     sample = quality.make_loop(family, index, seed, period=period, noise=noise)
     assert _judge(sample).outcome == "caught"  # type: ignore[attr-defined]
 

@@ -19,12 +19,14 @@ from conftest import CASES, load_index
 from helpers import detect, random_cuts
 from loopcore._reference import (
     NEAR_GAP,
+    NEAR_MULTIPLES,
     NEAR_SEED_COST,
     NEAR_WINNOW,
     is_record_line,
     near_anchors,
     near_extend,
     near_key,
+    near_multiple,
     near_packed,
     near_tolerance,
     record_chars,
@@ -189,10 +191,12 @@ def test_record_lines_by_hand() -> None:
                "+++ b/x.py", "--- a/x.py", "diff --git a/x b/x", "index 1a..2b 100644", "+x = 1", "-        y", "+",
                "tests/t.py::test_a PASSED", "/home/ci/x.py:41: Warning", "C:\\dir\\f.txt ok", "a::b",
                "00000010: 0000 0000  ....", "0x7ffe1200: 48 65", "12:30:05 INFO ok", "2024-01-02 x", "05:00 UTC: a",
-               "1.2.3 notes", "1,000 rows", "2024-06-11T03:58:41.260Z INFO  [worker-5] ok", "2024-06-11T03:58:41Z x"]
+               "1.2.3 notes", "1,000 rows", "2024-06-11T03:58:41.260Z INFO  [worker-5] ok", "2024-06-11T03:58:41Z x",
+               '  "key": 1', '"a","b",3', '"say \\"hi\\"",', '"x" ]', '"k"\t: {']
     prose = ["- item one", "Wait: no", "Key: v", "9a: v", "k : v", "plain words here", " + y", "x" * 201,
              "see a/b later", "", "   ", "1853. A year", "2211 help", "12: x", "1. step", "decade of", "0x1f: a",
-             "3.: x", "12-: y", "2024-06-11Tx", "123Z x", "T12:30 x"]
+             "3.: x", "12-: y", "2024-06-11Tx", "123Z x", "T12:30 x",
+             '"when is it," she said', '"I am done."', '"unclosed, and on', '"say \\"hi\\" now" x', '"x"']
     assert [is_record_line(line) for line in records] == [True] * len(records)
     assert [is_record_line(line) for line in prose] == [False] * len(prose)
 
@@ -238,8 +242,9 @@ def test_extension_across_edits_by_hand() -> None:
     the lag becomes 51, a deletion moves the lag to 49 with no gap, two insertions to 52 (q + 2);
     a changed number (a digit
     against a digit) or more than NEAR_GAP edited code points stop it, a digit replaced by a
-    letter does not; an edit in the copy one period back is bridged by the copy two periods
-    back."""
+    letter does not, nor does a digit inside a loop of digits; an edit in the copy one period
+    back is bridged by the copy two periods back, at ``q + p`` (+-2) when the copy one back is
+    shorter than p."""
     unit = _unit(50)
     p, tol, k = 50, near_tolerance(50, 16), 5
     assert tol == 4 and NEAR_GAP == 8  # max(NEAR_MIN_TOL 2, min(NEAR_SHORT_TOL 4, 50 // 4), 50 // 16)
@@ -263,6 +268,48 @@ def test_extension_across_edits_by_hand() -> None:
     three = unit + unit[:20] + "#" + unit[21:] + unit
     assert near_extend(three, 100, 150, 50, p, tol, k, 4250) == (150, 0)
     assert near_extend(three, 100, 150, 50, p, tol, k, 99) == (150, 1)  # lag 100 beyond the link
+    # copy 2 lost two code points (at 5, 6) and is edited over more than NEAR_GAP at 30-38: from
+    # copy 3 (at 98; offset 10 is 108) its lag one period back is q = 50, two periods back
+    # 98 = q + (p - 2), which 2q, 2q ± 1 miss (the copy two back is q plus copy 2's own lag, 48)
+    drifted = unit + unit[:5] + unit[7:30] + "#" * NEAR_GAP + "#" + unit[39:] + unit
+    assert len(drifted) == 148
+    assert near_extend(drifted, 108, 148, 50, p, tol, k, 4250) == (148, 0)
+    assert near_extend(drifted, 108, 148, 50, p, tol, k, 97) == (128, 0)  # lag 98 beyond the link
+    # a loop of digits ("197", p = 3, tol 2): the 9 at 37 became 5 -- a digit against a digit,
+    # but the copy back (34-36, "197") is all digits, so it is noise: skipped (1 gap), then
+    # two periods back (lag 6 = q + p) matches 5 code points from 38; from 43 lag 3 again
+    digits = "197" * 12 + "157" + "197" * 3
+    assert near_extend(digits, 30, 48, 3, 3, 2, k, 4250) == (48, 1)
+    assert near_extend("a197" * 9 + "a157" + "a197", 30, 44, 4, 4, 2, k, 4250) == (38, 0)  # "a": a field
+
+
+def test_lag_multiples_by_hand() -> None:
+    """The lag share counts a nearest lag within the tolerance of 1-4 periods (p = 9, tol 2)."""
+    assert NEAR_MULTIPLES == 4
+    assert [d for d in range(1, 50) if near_multiple(d, 9, 2)] == [
+        7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 25, 26, 27, 28, 29, 34, 35, 36, 37, 38]
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_a_loop_of_quoted_lines_is_not_records(impl: str) -> None:
+    """Lines that open with a quote are records only as JSON strings or quoted CSV fields (the
+    closing quote followed by ``: , ] }``): a paragraph of dialogue looped with 4 % noise fires
+    (the probe loop that N held back as records before, at 0.95 coverage); the same block as
+    ``"key": "value",`` lines holds back."""
+    from test_quality_probe import quality
+
+    sample = quality.make_loop("loop_ascii", 1010839, 3, period=170, noise=0.0422)
+    assert sample.text[sample.loop_start] == '"' and sample.loop_end is None
+    found = detect(sample.text, N_ONLY, impl, channel="reasoning")
+    assert [d["kind"] for d in found] == ["near_cycle"]
+    assert sample.first_repeat <= found[0]["position"] and sample.loop_start <= found[0]["cut"]
+    assert abs(found[0]["evidence"]["period"] - 170) <= near_tolerance(170, 16)
+    rng = random.Random(7)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(64)]
+    block = "".join(f'"{words[2 * i]}": "{words[2 * i + 1]} {i}",\n' for i in range(32))
+    assert detect(block * 4, N_ONLY, impl, channel="reasoning") == []
+    assert [d["kind"] for d in detect(block.replace('": "', ' said "') * 4, N_ONLY, impl, channel="reasoning")] == [
+        "near_cycle"]
 
 
 @pytest.mark.parametrize(
@@ -272,14 +319,20 @@ def test_extension_across_edits_by_hand() -> None:
         ("loop_ascii", 20262, 3, 112, 0.046489419721010054),  # hypothesis: 0.77 at 3,600 before q ± 2
         ("loop_cjk", 1001123, 2, 103, 0.04925366193166064),  # pending kept: block under the share
         ("loop_ascii", 1002718, 1, 14, 0.042092880547653644),  # " 2116; it 2was": pending kept
+        ("loop_cjk", 1002939, 2, 79, 0.04998),  # 0.80 with 2q, 2q ± 1 two back; q + p: 0.86
+        ("loop_ascii", 1010641, 1, 16, 0.0496),  # lag share 0.19-0.29 at one period, 0.35-0.43 at m p
+        ("loop_cjk", 100000000, 3, 9, 0.0385453180680243),  # hypothesis: share 0.20 at p, 0.43 at m p
+        ("loop_ascii", 1011992, 2, 3, 0.0495),  # "197197197": digit against digit stopped it (0.77)
     ],
-    ids=["ends-between-checkpoints", "pending-kept", "pending-kept-cjk", "digit-heavy"],
+    ids=["ends-between-checkpoints", "pending-kept", "pending-kept-cjk", "digit-heavy", "two-back-q-plus-p",
+         "share-of-multiples", "share-of-multiples-cjk", "a-loop-of-digits"],
 )
 def test_short_noisy_loops_hypothesis_and_the_probe_missed(family: str, index: int, seed: int, period: int,
                                                            noise: float) -> None:
     """Loops of about four copies at 4-5 % noise that N missed before q ± 2, the window that
-    ends with the copies and the kept pending period (the last two miss with
-    NEAR_PENDING_KEEP out of reach): caught (after the first
+    ends with the copies and the kept pending period (the 3rd and 4th miss with
+    NEAR_PENDING_KEEP out of reach), two periods back at q + p, the lag share of multiples and
+    the digit rule's exception for loops of digits: caught (after the first
     copy, before the loop's end + one checkpoint) at a period within tolerance, and the
     reference and the core agree."""
     from test_quality_probe import quality

@@ -87,11 +87,13 @@ cdef enum:
     NEAR_CANDIDATES = 3
     NEAR_VOTES = 4
     NEAR_SEED_COST = 2
+    NEAR_MULTIPLES = 4
 cdef double NEAR_VOTE_GATE = _reference.NEAR_VOTE_GATE
 cdef double NEAR_PENDING_KEEP = _reference.NEAR_PENDING_KEEP
-assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_SHORT_TOL, NEAR_CANDIDATES, NEAR_VOTES, NEAR_SEED_COST) == (
+assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_SHORT_TOL, NEAR_CANDIDATES, NEAR_VOTES, NEAR_SEED_COST,
+        NEAR_MULTIPLES) == (
     _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_SHORT_TOL,
-    _reference.NEAR_CANDIDATES, _reference.NEAR_VOTES, _reference.NEAR_SEED_COST)
+    _reference.NEAR_CANDIDATES, _reference.NEAR_VOTES, _reference.NEAR_SEED_COST, _reference.NEAR_MULTIPLES)
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
@@ -281,6 +283,10 @@ cdef class ChannelStream:
     cdef Py_ssize_t n_hold  # the period N held at the previous checkpoint (0: it did not)
     cdef Py_ssize_t n_pend  # a period whose window fell short at the previous checkpoint (0: none)
     cdef Py_ssize_t n_covered  # the covered code points of N's last window walk
+    # the digits seen by N's extension in the current window walk (positions only grow in a
+    # walk): [n_dlo, n_dend) are all ASCII digits; n_dexact: n_dlo - 1 is not (else unknown)
+    cdef int64_t n_dlo, n_dend
+    cdef bint n_dexact
     cdef int64_t n_done  # positions chained so far (N runs in blocks at checkpoints)
     # ---- buffer of t (the masked text)
     cdef void* buf  # code points, ``width`` bytes each (1, 2, 4: widened like PEP 393)
@@ -1590,7 +1596,7 @@ cdef class ChannelStream:
         first; returns the end, sets ``gaps``."""
         cdef int64_t a = 0, L = 0, hit, base = self.base
         cdef Py_ssize_t g, j, r, k = self.nk
-        cdef int64_t tries[8]
+        cdef int64_t tries[10]
         cdef cp_t c1, c2
         gaps[0] = 0
         while e < n:
@@ -1599,7 +1605,7 @@ cdef class ChannelStream:
             if c1 == c2:
                 e += 1
                 continue
-            if (48 <= c1 <= 57) and (48 <= c2 <= 57):
+            if (48 <= c1 <= 57) and (48 <= c2 <= 57) and not self._digits_back(e, c):
                 return e  # a number that changes: an enumeration, not noise
             hit = 0
             tries[0] = q
@@ -1607,12 +1613,14 @@ cdef class ChannelStream:
             tries[2] = q - 1
             tries[3] = q + 2
             tries[4] = q - 2
-            tries[5] = 2 * q
-            tries[6] = 2 * q + 1
-            tries[7] = 2 * q - 1
+            tries[5] = q + p
+            tries[6] = q + p + 1
+            tries[7] = q + p - 1
+            tries[8] = q + p + 2
+            tries[9] = q + p - 2
             for g in range(NEAR_GAP + 1):
                 a = e + g
-                for r in range(8):
+                for r in range(10):
                     L = tries[r]
                     if g == 0 and L == c:
                         continue
@@ -1636,6 +1644,33 @@ cdef class ChannelStream:
             if p - tol <= hit <= p + tol:
                 q = hit
         return e
+
+    cdef bint _digits_back(self, int64_t e, int64_t c) noexcept nogil:
+        """Whether ``[e - c, e)`` is all ASCII digits (_reference.near_extend: the copy is itself
+        a number).  Cached over one window walk, where ``e`` only grows: each position is read
+        at most once per walk."""
+        cdef int64_t x, base = self.base
+        cdef cp_t ch
+        if self.n_dend < 0:
+            self.n_dlo = e
+            self.n_dend = e
+            self.n_dexact = False
+        else:
+            x = self.n_dend
+            while x < e:
+                ch = self._at(<Py_ssize_t>(x - base))
+                if not (48 <= ch <= 57):
+                    self.n_dlo = x + 1
+                    self.n_dexact = True
+                x += 1
+            self.n_dend = e
+        while not self.n_dexact and self.n_dlo > e - c:
+            ch = self._at(<Py_ssize_t>(self.n_dlo - 1 - base))
+            if 48 <= ch <= 57:
+                self.n_dlo -= 1
+            else:
+                self.n_dexact = True
+        return self.n_dlo <= e - c
 
     cdef inline Py_ssize_t _ntol(self, Py_ssize_t p) noexcept nogil:
         """_reference.near_tolerance(p, near_tolerance)."""
@@ -1666,7 +1701,9 @@ cdef class ChannelStream:
         if s == e:
             return False
         c = self._at(s)
-        if c == 123 or c == 91 or c == 34 or c == 124:  # { [ " |
+        if c == 123 or c == 91 or c == 124:  # { [ |
+            return True
+        if c == 34 and self._json_string_item(s, e):  # "
             return True
         j = s
         if c == 45 and s + 1 < e and self._at(s + 1) == 32:  # "- "
@@ -1699,6 +1736,26 @@ cdef class ChannelStream:
                 return True
             j += 1
         return self._is_offset(s, j)
+
+    cdef bint _json_string_item(self, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+        """_reference._json_string_item over buffer indices ``[s, e)`` (``s`` is the ``"``)."""
+        cdef Py_ssize_t j = s + 1
+        cdef cp_t c
+        while j < e:
+            c = self._at(j)
+            if c == 92:  # backslash: the next code point is escaped
+                j += 2
+                continue
+            if c == 34:
+                j += 1
+                while j < e and (self._at(j) == 32 or self._at(j) == 9):
+                    j += 1
+                if j == e:
+                    return False
+                c = self._at(j)
+                return c == 58 or c == 44 or c == 93 or c == 125  # : , ] }
+            j += 1
+        return False
 
     cdef bint _is_offset(self, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
         """Whether the token ``[s, e)`` is a number or an offset (_reference.is_record_line)."""
@@ -1802,7 +1859,7 @@ cdef class ChannelStream:
         cdef Py_ssize_t k = self.nk, p, tol, within, r, j, slot
         cdef Py_ssize_t cand[NEAR_CANDIDATES]
         cdef uint32_t votes[NEAR_CANDIDATES]
-        cdef Py_ssize_t ncand, p1
+        cdef Py_ssize_t ncand, p1, m
         cdef int64_t d, d2, sum_c, sum_cd
         if n < self.nmin_w or n < k or self.n_best == 0:
             return False
@@ -1824,8 +1881,10 @@ cdef class ChannelStream:
         within = 0
         for j in range(self.n_nused):
             slot = self.n_used[j]
-            if p - tol <= self.n_lag[slot] <= p + tol:
-                within += self.n_count[slot]
+            for m in range(1, NEAR_MULTIPLES + 1):  # where copies were edited: m periods back
+                if m * p - tol <= self.n_lag[slot] <= m * p + tol:
+                    within += self.n_count[slot]
+                    break
         if <double>within >= self.nlag * <double>self.n_anchors:
             r = self._near_window(ev, p, tol)
             if r != 0:
@@ -1950,6 +2009,7 @@ cdef class ChannelStream:
         cdef int64_t i, lo = hi - w, s, e, done, cut = -1, q, c, gaps, last = hi - w
         cdef Py_ssize_t k = self.nk, covered = 0
         done = lo
+        self.n_dend = -1  # a new walk: no digits seen
         for i in range(max(lo, k - 1), hi):
             if i < done or self.n_last[i & self.n_lmask] == 0:
                 continue

@@ -110,6 +110,20 @@ _DIGITS = frozenset("0123456789")
 _RECORD_KEY_RE = re.compile(r"[a-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
 
 
+def _json_string_item(s: str) -> bool:
+    """Whether ``s`` (starting with ``"``) is a JSON string followed by ``: , ] }``."""
+    j = 1
+    while j < len(s):
+        if s[j] == "\\":
+            j += 2
+            continue
+        if s[j] == '"':
+            rest = s[j + 1:].lstrip(" \t")
+            return rest != "" and rest[0] in ":,]}"
+        j += 1
+    return False
+
+
 def is_record_line(line: str) -> bool:
     """Whether ``line`` (without its newline) is a machine record line for N (near_cycle).
 
@@ -117,7 +131,10 @@ def is_record_line(line: str) -> bool:
     nature -- so N holds back on windows made mostly of them.  A record line is at most
     :data:`RECORD_MAX_LINE` code points and, after leading blanks/tabs, either
 
-    * opens a JSON value, a table row or a JSON string: ``{ [ " |``;
+    * opens a JSON value or a table row: ``{ [ |``; or a JSON string or quoted CSV field:
+      ``"``, where the string's closing ``"`` (not escaped by ``\\``) is followed, after
+      blanks, by ``: , ] }`` (a line of quoted prose -- dialogue, a quotation -- is not a
+      record, even when a model loops on it);
     * is a ``key: value`` line (a lower-case identifier, ``:`` and a blank or the end;
       a leading ``- `` as in YAML lists is skipped);
     * is a diff/patch line: ``@@``, ``+++``, ``---``, ``diff ``, ``index `` after the
@@ -138,7 +155,9 @@ def is_record_line(line: str) -> bool:
     s = line.lstrip(" \t")
     if not s:
         return False
-    if s[0] in '{["|':
+    if s[0] in "{[|":
+        return True
+    if s[0] == '"' and _json_string_item(s):
         return True
     if _RECORD_KEY_RE.match(s[2:] if s.startswith("- ") else s):
         return True
@@ -252,8 +271,10 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
 
     At a mismatch at ``x`` (compared at the current lag ``c``, first ``c`` if given, else
     ``q``) it resynchronises at the first ``(g, L)`` in the order ``g = 0, 1, ... NEAR_GAP``
-    then ``L = q, q + 1, q - 1, q + 2, q - 2, 2q, 2q + 1, 2q - 1`` (not ``g = 0, L = c``;
-    ``q ± 2``: two insertions or deletions close together) for which
+    then ``L = q, q + 1, q - 1, q + 2, q - 2, q + p, q + p + 1, q + p - 1, q + p + 2,
+    q + p - 2`` (not ``g = 0, L = c``; ``q ± 2``: two insertions or deletions close together;
+    two periods back is this copy's lag ``q`` plus the previous copy's, about ``p``: ``2q``
+    misses it when the previous copy's edits shifted ``q``) for which
     ``t[x+g : x+g+k] == t[x+g-L : x+g-L+k]``, with ``|L - p| <= tol`` (one period back: a
     substitution, insertion or deletion in either copy; ``q`` becomes ``L``) or
     ``|L - 2p| <= 2 tol`` and ``L <= link`` (two periods back: the copy one period back was
@@ -261,19 +282,20 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
     ``L`` becomes the current lag.  The ``g`` skipped code points count as ``gaps`` (not
     covered).  It stops where no resynchronisation fits and at a mismatch of an ASCII digit
     against an ASCII digit (numbers that change make an enumeration -- a table, a counter --
-    not a noisy copy; a digit against a letter is an edit).
+    not a noisy copy; a digit against a letter is an edit) -- unless ``t[e - c:e]`` is all
+    digits (the copy itself is a number, as in ``197197197``: a loop of digits, not a field).
     """
     gaps, c = 0, c or q
     while e < n:
         if t[e] == t[e - c]:
             e += 1
             continue
-        if t[e] in _DIGITS and t[e - c] in _DIGITS:
+        if t[e] in _DIGITS and t[e - c] in _DIGITS and not all(ch in _DIGITS for ch in t[e - c:e]):
             return e, gaps  # a number that changes: an enumeration, not noise
         for g in range(NEAR_GAP + 1):
             a = e + g
             hit = next(
-                (L for L in (q, q + 1, q - 1, q + 2, q - 2, 2 * q, 2 * q + 1, 2 * q - 1)
+                (L for L in (q, q + 1, q - 1, q + 2, q - 2, q + p, q + p + 1, q + p - 1, q + p + 2, q + p - 2)
                  if (g > 0 or L != c) and (abs(L - p) <= tol or (abs(L - 2 * p) <= 2 * tol and L <= link))
                  and L >= 1 and a + k <= n and a - L >= 0 and t[a:a + k] == t[a - L:a - L + k]),
                 0,
@@ -287,6 +309,19 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
         if abs(hit - p) <= tol:
             q = hit
     return e, gaps
+
+
+#: The lag share counts a nearest lag within the tolerance of up to this many periods: where a
+#: copy was edited, the k-grams there (and the anchors they select) next occur one or more
+#: copies further back.  A short unit at 5 % noise has an edit in most copies: about half its
+#: anchors recur at all, and only 0.1-0.3 of them at one period.
+NEAR_MULTIPLES = 4
+
+
+def near_multiple(d: int, p: int, tol: int) -> bool:
+    """Whether the lag ``d`` is within ``tol`` of ``m * p`` for some ``1 <= m <=
+    NEAR_MULTIPLES``."""
+    return any(abs(d - m * p) <= tol for m in range(1, NEAR_MULTIPLES + 1))
 
 
 def near_tolerance(period: int, divisor: int) -> int:
@@ -883,7 +918,7 @@ class ChannelStream:
         near = [d for d in lags if abs(d - mode) <= near_tolerance(mode, div)]
         p = (2 * sum(near) + len(near)) // (2 * len(near))  # their mean, rounded (halves up)
         tol = near_tolerance(p, div)
-        if sum(1 for d in lags if abs(d - p) <= tol) >= self.near_min_lag_share * len(block):
+        if sum(1 for d in lags if near_multiple(d, p, tol)) >= self.near_min_lag_share * len(block):
             found = self._near_window(t, anchors, before, p, tol, link)
             if found != "no":
                 return None if found == "records" else found
