@@ -313,8 +313,8 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
 
 #: The lag share counts a nearest lag within the tolerance of up to this many periods: where a
 #: copy was edited, the k-grams there (and the anchors they select) next occur one or more
-#: copies further back.  A short unit at 5 % noise has an edit in most copies: about half its
-#: anchors recur at all, and only 0.1-0.3 of them at one period.
+#: copies further back.  A short unit at 5 % noise has an edit in most copies: about half of a
+#: block's anchors recur at all, and only 0.1-0.3 of them at one period.
 NEAR_MULTIPLES = 4
 
 
@@ -812,7 +812,8 @@ class ChannelStream:
            lag (ties: the smallest), then ``p`` = the mean (rounded, halves up) of the counted lags
            within its tolerance (edits scatter a noisy loop's lags around the period);
            ``tol = near_tolerance(p)``.  Needs at least
-           ``near_min_lag_share * anchors`` counted lags within ``tol`` of ``p``.  When that
+           ``near_min_lag_share * anchors`` counted lags within ``tol`` of a multiple of ``p``
+           (:func:`near_multiple`: up to :data:`NEAR_MULTIPLES` periods back).  When that
            ``p`` fails this or step 2 (not step 3) and at least :data:`NEAR_VOTE_GATE` of the
            block's anchors occurred before (within ``link``), :data:`NEAR_CANDIDATES` - 1 more
            lags are tried in turn: the most voted other lags, each anchor voting for the lags of its
