@@ -44,6 +44,29 @@ def test_other_odd_arguments() -> None:
     for args in ({1: "a", "b": 2}, {"s": {1, 2}}, b"\xff\xfe raw", {"x": float("nan")}, Odd()):
         assert guard.before_call("s", "t", args).action == "allow"
         guard.after_call("s", "t", args, "ok")
+    # an integer of more digits than Python prints (sys.get_int_max_str_digits, 4300): hashed by
+    # its hexadecimal text, so it is a call like any other (it raised ValueError from repr before)
+    huge = {"q": 10 ** 5000}
+    actions = []
+    for _ in range(3):
+        actions.append(guard.before_call("s", "fetch", huge).action)
+        guard.after_call("s", "fetch", huge, "same")
+    assert actions == ["allow", "allow", "deny"]
+    assert guard.before_call("s", "fetch", {"q": 10 ** 5000 + 1}).action == "allow"  # another number
+
+
+def test_a_secret_after_an_escaped_newline_stays_out_of_the_deny_reason() -> None:
+    """The deny reason quotes the arguments as JSON; a key after ``\\n`` is still redacted."""
+    guard = ToolGuard()
+    args = {"body": "line one\nsk-SECRET12345abcdefSECRET", "note": "tab\tghp_0123456789abcdefghijABCDEFGHIJ"}
+    reasons = []
+    for _ in range(3):
+        decision = guard.before_call("s", "post", args)
+        reasons.append(decision.reason or "")
+        guard.after_call("s", "post", args, "same")
+    assert reasons[:2] == ["", ""] and "Duplicate tool call blocked" in reasons[2]
+    assert "[REDACTED]" in reasons[2]
+    assert "SECRET" not in reasons[2] and "ghp_" not in reasons[2]
 
 
 def test_clear_errors_for_bad_arguments_to_the_api() -> None:

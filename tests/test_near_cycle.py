@@ -192,11 +192,14 @@ def test_record_lines_by_hand() -> None:
                "tests/t.py::test_a PASSED", "/home/ci/x.py:41: Warning", "C:\\dir\\f.txt ok", "a::b",
                "00000010: 0000 0000  ....", "0x7ffe1200: 48 65", "12:30:05 INFO ok", "2024-01-02 x", "05:00 UTC: a",
                "1.2.3 notes", "1,000 rows", "2024-06-11T03:58:41.260Z INFO  [worker-5] ok", "2024-06-11T03:58:41Z x",
-               '  "key": 1', '"a","b",3', '"say \\"hi\\"",', '"x" ]', '"k"\t: {']
+               '  "key": 1', '"a","b",3', '"say \\"hi\\"",', '"x" ]', '"k"\t: {', '"a", "b"', '"a",EU,3', '"a", 3',
+               "2024-05-01T12:00:00+00:00 INFO ok", "12:00+0530 x", "09:15+05 y", "2024-03-01,US,gadget,9,9.99"]
     prose = ["- item one", "Wait: no", "Key: v", "9a: v", "k : v", "plain words here", " + y", "x" * 201,
              "see a/b later", "", "   ", "1853. A year", "2211 help", "12: x", "1. step", "decade of", "0x1f: a",
              "3.: x", "12-: y", "2024-06-11Tx", "123Z x", "T12:30 x",
-             '"when is it," she said', '"I am done."', '"unclosed, and on', '"say \\"hi\\" now" x', '"x"']
+             '"when is it," she said', '"I am done."', '"unclosed, and on', '"say \\"hi\\" now" x', '"x"',
+             '"No, I told you", she said', '"a", true', '"a",   ', "12+34 = 46", "100+2000 x", "1.2+05 x",
+             "12:30+05:3 z", "2024,EU rows"]
     assert [is_record_line(line) for line in records] == [True] * len(records)
     assert [is_record_line(line) for line in prose] == [False] * len(prose)
 
@@ -291,6 +294,23 @@ def test_lag_multiples_by_hand() -> None:
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
+def test_offset_timestamps_and_date_first_csv_are_records(impl: str) -> None:
+    """A heartbeat log stamped by ``isoformat()`` (``+00:00``) and a CSV whose rows start with a
+    date: near-verbatim lines, held back as records on both channels (both fired N before)."""
+    rng = random.Random(11)
+    log = "".join(f"2024-05-01T12:{i // 60:02d}:{i % 60:02d}+00:00 INFO heartbeat ok\n" for i in range(300))
+    csv = "date,region,product,units,unit_price\n" + "".join(
+        f"2024-03-{1 + i // 10:02d},{rng.choice(['US', 'EU'])},{rng.choice(['gadget', 'widget'])},"
+        f"{rng.randint(1, 9)},{rng.choice(['9.99', '19.99'])}\n" for i in range(300))
+    for text in (log, csv):
+        for channel in ("reasoning", "text"):
+            assert detect(text, N_ONLY, impl, channel=channel) == []
+    # the same heartbeat lines without their timestamps are a loop
+    assert [d["kind"] for d in detect("INFO heartbeat ok, all good here\n" * 40, N_ONLY, impl,
+                                      channel="reasoning")] == ["near_cycle"]
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
 def test_a_loop_of_quoted_lines_is_not_records(impl: str) -> None:
     """Lines that open with a quote are records only as JSON strings or quoted CSV fields (the
     closing quote followed by ``: , ] }``): a paragraph of dialogue looped with 4 % noise fires
@@ -310,6 +330,16 @@ def test_a_loop_of_quoted_lines_is_not_records(impl: str) -> None:
     assert detect(block * 4, N_ONLY, impl, channel="reasoning") == []
     assert [d["kind"] for d in detect(block.replace('": "', ' said "') * 4, N_ONLY, impl, channel="reasoning")] == [
         "near_cycle"]
+    # dialogue with the comma after the closing quote, 12 copies with 3 % of code points replaced
+    line = '"No, I already told you, the train leaves at nine", she said, and turned away.\n'
+    copies = []
+    for _ in range(12):
+        chars = list(line)
+        for _ in range(len(line) * 3 // 100):
+            chars[rng.randrange(len(line) - 1)] = rng.choice("abcdefghij ")
+        copies.append("".join(chars))
+    found = detect("Some preface text here.\n" + "".join(copies), N_ONLY, impl, channel="reasoning")
+    assert [d["kind"] for d in found] == ["near_cycle"] and found[0]["evidence"]["period"] == len(line)
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,13 @@ SECRETS = [
     ("run --password hunter2 --user bob", "run --password [REDACTED] --user bob"),
     ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [REDACTED]"),
     ("git clone https://user:pw12345@github.com/x/y", "git clone https://user:[REDACTED]@github.com/x/y"),
+    # quoted as JSON (argument previews): after an escaped newline, tab, NUL or lone surrogate a
+    # key is still a key ("\\nsk-..." once slipped through: the "n" looked like part of a word)
+    ('{"body": "line one\\nsk-SECRET12345abcdefSECRET"}', '{"body": "line one\\n[REDACTED]"}'),
+    ('"a\\tghp_0123456789abcdefghijABCDEFGHIJ"', '"a\\t[REDACTED]"'),
+    ('"a\\u0000password=hunter2"', '"a\\u0000password=[REDACTED]"'),
+    ('"\\ud800Bearer abc.def.ghi123"', '"\\ud800Bearer [REDACTED]"'),
+    ('"\\b' + "ab" * 32 + '"', '"\\b[REDACTED]"'),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
      "-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----"),
 ]

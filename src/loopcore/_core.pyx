@@ -1735,7 +1735,17 @@ cdef class ChannelStream:
             if c == 58 and j + 1 < e and self._at(j + 1) == 58:  # ::
                 return True
             j += 1
-        return self._is_offset(s, j)
+        return self._is_offset(s, self._first_field(s, j))
+
+    cdef Py_ssize_t _first_field(self, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+        """The end of the token ``[s, e)``'s first comma-separated field: its first comma not
+        between two digits (_reference._first_field)."""
+        cdef Py_ssize_t j
+        for j in range(s, e):
+            if self._at(j) == 44 and not (s < j < e - 1 and 48 <= self._at(j - 1) <= 57
+                                          and 48 <= self._at(j + 1) <= 57):
+                return j
+        return e
 
     cdef bint _json_string_item(self, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
         """_reference._json_string_item over buffer indices ``[s, e)`` (``s`` is the ``"``)."""
@@ -1753,7 +1763,17 @@ cdef class ChannelStream:
                 if j == e:
                     return False
                 c = self._at(j)
-                return c == 58 or c == 44 or c == 93 or c == 125  # : , ] }
+                if c != 44:
+                    return c == 58 or c == 93 or c == 125  # : ] }
+                j += 1  # a comma: then the end, a field with no blank before it, or a JSON value
+                if j == e or (self._at(j) != 32 and self._at(j) != 9):
+                    return True
+                while j < e and (self._at(j) == 32 or self._at(j) == 9):
+                    j += 1
+                if j == e:
+                    return False
+                c = self._at(j)
+                return c == 34 or c == 123 or c == 91 or c == 45 or (48 <= c <= 57)  # " { [ - digit
             j += 1
         return False
 
@@ -1767,6 +1787,7 @@ cdef class ChannelStream:
         body = e
         if e - s > 1 and self._at(e - 1) == 90 and 48 <= self._at(e - 2) <= 57:  # ISO 8601's final Z
             body = e - 1
+        body = self._utc_offset(s, body)
         for j in range(s, body):
             c = self._at(j)
             if 48 <= c <= 57:
@@ -1791,6 +1812,29 @@ cdef class ChannelStream:
             elif not ((97 <= c <= 102) or (65 <= c <= 70)):
                 return False
         return digit
+
+    cdef Py_ssize_t _utc_offset(self, Py_ssize_t s, Py_ssize_t body) noexcept nogil:
+        """``body`` without a final UTC offset ``+HH``, ``+HHMM`` or ``+HH:MM`` after a digit
+        (_reference._UTC_OFFSET_RE)."""
+        cdef Py_ssize_t o, j, size, r
+        cdef Py_ssize_t sizes[3]
+        sizes[0] = 3
+        sizes[1] = 5
+        sizes[2] = 6
+        for r in range(3):
+            size = sizes[r]
+            o = body - size
+            if o <= s or self._at(o) != 43 or not (48 <= self._at(o - 1) <= 57):  # +
+                continue
+            for j in range(o + 1, body):
+                if size == 6 and j == o + 3:
+                    if self._at(j) != 58:  # :
+                        break
+                elif not (48 <= self._at(j) <= 57):
+                    break
+            else:
+                return o
+        return body
 
     cdef inline bint _starts(self, Py_ssize_t s, Py_ssize_t e, const char* prefix) noexcept nogil:
         cdef Py_ssize_t j = 0

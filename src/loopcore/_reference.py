@@ -108,10 +108,22 @@ RECORD_MAX_LINE = 200
 _HEX = frozenset("0123456789abcdefABCDEF")
 _DIGITS = frozenset("0123456789")
 _RECORD_KEY_RE = re.compile(r"[a-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
+_UTC_OFFSET_RE = re.compile(r"(?<=[0-9])\+[0-9][0-9](?::?[0-9][0-9])?\Z")
+
+
+def _first_field(token: str) -> str:
+    """``token`` up to its first comma that is not between two digits (``1,000`` is a number):
+    the first field of a CSV line."""
+    for j, ch in enumerate(token):
+        if ch == "," and not (0 < j < len(token) - 1 and token[j - 1] in _DIGITS and token[j + 1] in _DIGITS):
+            return token[:j]
+    return token
 
 
 def _json_string_item(s: str) -> bool:
-    """Whether ``s`` (starting with ``"``) is a JSON string followed by ``: , ] }``."""
+    """Whether ``s`` (starting with ``"``) is a JSON string followed by ``: ] }``, or by ``,`` and
+    then the line's end, a field with no blank before it (CSV) or, after blanks, a JSON value
+    (``" { [ -`` or a digit); ``", she said`` is dialogue, not a record."""
     j = 1
     while j < len(s):
         if s[j] == "\\":
@@ -119,7 +131,10 @@ def _json_string_item(s: str) -> bool:
             continue
         if s[j] == '"':
             rest = s[j + 1:].lstrip(" \t")
-            return rest != "" and rest[0] in ":,]}"
+            if rest[:1] != ",":
+                return rest != "" and rest[0] in ":]}"
+            after = rest[1:]  # a comma: a field or element follows, or the line ends
+            return after == "" or after[0] not in " \t" or after.lstrip(" \t")[:1] in ('"', "{", "[", "-", *_DIGITS)
         j += 1
     return False
 
@@ -133,8 +148,9 @@ def is_record_line(line: str) -> bool:
 
     * opens a JSON value or a table row: ``{ [ |``; or a JSON string or quoted CSV field:
       ``"``, where the string's closing ``"`` (not escaped by ``\\``) is followed, after
-      blanks, by ``: , ] }`` (a line of quoted prose -- dialogue, a quotation -- is not a
-      record, even when a model loops on it);
+      blanks, by ``: ] }`` or by a comma and then the end, a field (no blank between) or a
+      JSON value (:func:`_json_string_item`; a line of quoted prose -- dialogue, a quotation,
+      ``"...", she said`` -- is not a record, even when a model loops on it);
     * is a ``key: value`` line (a lower-case identifier, ``:`` and a blank or the end;
       a leading ``- `` as in YAML lists is skipped);
     * is a diff/patch line: ``@@``, ``+++``, ``---``, ``diff ``, ``index `` after the
@@ -145,7 +161,9 @@ def is_record_line(line: str) -> bool:
     * starts with a number: its first token without one trailing ``:`` is a time, date
       or version (only digits and ``:.-,``, at least 3 digits, a separator between two
       digits; also ISO 8601's ``T`` between two digits and a final ``Z`` after one, as in
-      ``2024-06-11T03:58:56.013Z``: timestamped logs, timetables) or, without a ``0x``
+      ``2024-06-11T03:58:56.013Z``, and a final UTC offset ``+HH``, ``+HHMM`` or ``+HH:MM``
+      after a digit, as in ``2024-05-01T12:00:00+00:00``: timestamped logs, timetables) or,
+      without a ``0x``
       prefix too, an offset
       (at least 6 hexadecimal digits with a decimal digit among them:
       ``xxd``/``hexdump``/``od`` lines).
@@ -168,14 +186,19 @@ def is_record_line(line: str) -> bool:
     token = s.split(" ", 1)[0].split("\t", 1)[0]
     if "/" in token or "\\" in token or "::" in token:
         return True
+    token = _first_field(token)  # a CSV line: its first field ("2024-03-01,EU,5")
     offset = token[:-1] if token.endswith(":") else token
     digits = sum(1 for ch in offset if ch in _DIGITS)
     body = offset[:-1] if len(offset) > 1 and offset[-1] == "Z" and offset[-2] in _DIGITS else offset
+    utc = _UTC_OFFSET_RE.search(body)
+    body = body[:utc.start()] if utc else body
 
     def inner(j: int) -> bool:  # a separator between two digits
         return 0 < j < len(body) - 1 and body[j] in ":.-,T" and body[j - 1] in _DIGITS and body[j + 1] in _DIGITS
 
-    if digits >= 3 and all(ch in _DIGITS or ch in ":.-," or inner(j) for j, ch in enumerate(body)) and any(
+    if sum(1 for ch in body if ch in _DIGITS) >= 3 and all(
+        ch in _DIGITS or ch in ":.-," or inner(j) for j, ch in enumerate(body)
+    ) and any(
         inner(j) for j in range(len(body))
     ):
         return True  # a time, date or version: timestamped logs, timetables

@@ -34,8 +34,16 @@ __all__ = ["REDACTED", "redact_secrets"]
 
 REDACTED = "[REDACTED]"
 
+
+def _start(before: str) -> str:
+    """A value starts here: not after a character of the class ``before`` -- or right after a
+    JSON escape (``\\n``, ``\\t``, ``\\u0000``...), since previews quote arguments as JSON: a key
+    after an escaped newline is still a key."""
+    return rf"(?:(?<!{before})|(?<=\\[nrtbf])|(?<=\\u[0-9a-fA-F]{{4}}))"
+
+
 _PREFIXED_KEY = re.compile(
-    r"(?<![A-Za-z0-9_-])(?:"
+    _start("[A-Za-z0-9_-]") + r"(?:"
     r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}"
@@ -47,15 +55,15 @@ _PREFIXED_KEY = re.compile(
     r"|hf_[A-Za-z0-9]{30,}"
     r")"
 )
-_BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}")
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+_BEARER = re.compile(r"(?i)" + _start("[A-Za-z0-9_]") + r"(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}")
+_JWT = re.compile(_start("[A-Za-z0-9_]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
 _SECRET_NAME = (
     r"(?:password|passwd|pwd|passphrase|token|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
     r"|client[_-]?secret|secret[_-]?(?:access[_-]?)?key|private[_-]?key)"
 )
 _ASSIGNMENT = re.compile(
     rf"""(?ix)
-    (\\?["']?(?<![A-Za-z0-9])[A-Za-z0-9_]*?{_SECRET_NAME}\\?["']?\s*[=:]\s*)   # key, = or :, also DB_PASSWORD, \"pwd\"
+    (\\?["']?{_start("[A-Za-z0-9]")}[A-Za-z0-9_]*?{_SECRET_NAME}\\?["']?\s*[=:]\s*)   # key, = or :, also DB_PASSWORD, \"pwd\"
     (?:\\"(?:[^"\\\n]|\\[^"\n])*\\"        # a value in escaped quotes (JSON inside a string)
       |"[^"\n]*"|'[^'\n]*'               # quoted
       |[^\s"',;&}}]+)                    # or up to a separator
@@ -66,7 +74,7 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(@
 _PEM = re.compile(
     r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)"
 )
-_HEX64 = re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
+_HEX64 = re.compile(_start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
 
 
 def _assignment(match: re.Match[str]) -> str:

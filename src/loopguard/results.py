@@ -335,7 +335,8 @@ class _Close:
 def stable_text(value: Any) -> str:
     """A deterministic text for any value, without recursion (any depth, cycles as
     ``<cycle>``): mappings with their keys sorted by ``(type name, repr)``,
-    sequences in order, strings JSON-quoted, other objects by ``repr`` (or
+    sequences in order, strings JSON-quoted, integers too long for ``repr`` in hexadecimal,
+    other objects by ``repr`` (or
     ``<unprintable T>`` when that raises).  The fallback identity of arguments
     and results that JSON cannot hold.
 
@@ -358,8 +359,13 @@ def stable_text(value: Any) -> str:
             continue
         if isinstance(item, str):
             out.append(json.dumps(item, ensure_ascii=False))
-        elif item is None or isinstance(item, (bool, int, float)):
+        elif item is None or isinstance(item, (bool, float)):
             out.append(repr(item))
+        elif isinstance(item, int):
+            try:
+                out.append(repr(item))
+            except ValueError:  # more digits than sys.get_int_max_str_digits(): hexadecimal has no limit
+                out.append(hex(item))
         elif isinstance(item, (Mapping, list, tuple)):
             ident = id(item)
             if ident in open_ids:
