@@ -1696,8 +1696,7 @@ cdef class ChannelStream:
         cdef cp_t c
         if length > RECORD_MAX_LINE:
             return False
-        while s < e and (self._at(s) == 32 or self._at(s) == 9):
-            s += 1
+        s = self._skip_blanks(s, e)
         if s == e:
             return False
         c = self._at(s)
@@ -1737,6 +1736,12 @@ cdef class ChannelStream:
             j += 1
         return self._is_offset(s, self._first_field(s, j))
 
+    cdef inline Py_ssize_t _skip_blanks(self, Py_ssize_t j, Py_ssize_t e) noexcept nogil:
+        """The first index in ``[j, e)`` that is not a blank or tab (``e``: none)."""
+        while j < e and (self._at(j) == 32 or self._at(j) == 9):
+            j += 1
+        return j
+
     cdef Py_ssize_t _first_field(self, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
         """The end of the token ``[s, e)``'s first comma-separated field: its first comma not
         between two digits (_reference._first_field)."""
@@ -1758,8 +1763,7 @@ cdef class ChannelStream:
                 continue
             if c == 34:
                 j += 1
-                while j < e and (self._at(j) == 32 or self._at(j) == 9):
-                    j += 1
+                j = self._skip_blanks(j, e)
                 if j == e:
                     return False
                 c = self._at(j)
@@ -1768,8 +1772,7 @@ cdef class ChannelStream:
                 j += 1  # a comma: then the end, a field with no blank before it, or a JSON value
                 if j == e or (self._at(j) != 32 and self._at(j) != 9):
                     return True
-                while j < e and (self._at(j) == 32 or self._at(j) == 9):
-                    j += 1
+                j = self._skip_blanks(j, e)
                 if j == e:
                     return False
                 c = self._at(j)
