@@ -193,7 +193,7 @@ def test_detection_to_dict_is_json_ready() -> None:
     d = Detection("pool", "text", 200, 0, 0, {"coverage": 0.8, "phrases": ("Now.", "OK.")})
     assert d.to_dict() == {
         "kind": "pool", "channel": "text", "position": 200, "start": 0, "cut": 0,
-        "evidence": {"coverage": 0.8, "phrases": ["Now.", "OK."]},
+        "evidence": {"coverage": 0.8, "phrases": ["Now.", "OK."]}, "strength": "strong",
     }
 
 

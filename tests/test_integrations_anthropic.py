@@ -148,7 +148,7 @@ def test_the_numbers_the_cases_give() -> None:
     raw, text, trigger, consumed, detection = loop_events(EN_ANSWER, "text")
     stream = guard_stream(iter(raw))
     run(stream)
-    assert stream.outcome.kept_text == text[:1260] + "\n〔742 chars of repeated text removed〕"
+    assert stream.outcome.kept_text == text[:1260] + "\n〔945 chars of repeated text removed〕"
 
 
 @pytest.mark.parametrize("mode", ["cut", "rescue"])
@@ -220,7 +220,7 @@ def test_a_loop_while_a_tool_block_is_open_waits_for_its_content_block_stop(mode
     assert outcome.tool_calls == (StreamToolCall(0, "toolu_01", "search", ARGS),)
     assert outcome.stopped and not outcome.should_resume and not outcome.cancelled
     seen = consumed + len(deltas[trigger + 1])  # the delta after the trigger was recorded too
-    assert seen == 2002 + 7 and outcome.cut == 1260 and outcome.removed == seen - 1260  # 286 deltas of 7, one more
+    assert seen == 2205 + 7 and outcome.cut == 1260 and outcome.removed == seen - 1260  # 315 deltas of 7, one more
     assert outcome.kept_text == expected_kept(text[:seen], detection.cut, "text")
 
 
@@ -264,7 +264,7 @@ def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
     outcome = stream.outcome
     assert not outcome.stopped and not outcome.should_resume and not outcome.cancelled
     assert outcome.tool_calls == (StreamToolCall(0, "toolu_01", "search", ARGS),)
-    assert consumed == 2002 and outcome.cut == 1260 and outcome.removed == 742  # 286 deltas of 7
+    assert consumed == 2205 and outcome.cut == 1260 and outcome.removed == 945  # 315 deltas of 7
     assert outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
 
 
@@ -525,7 +525,7 @@ def test_resume_after_an_answer_loop_keeps_the_pruned_answer_as_the_assistant_tu
     assert alternates(request.messages)
     assert [m["role"] for m in request.messages] == ["user", "assistant", "user"]
     assistant = request.messages[1]["content"]
-    assert assistant == text[:1260] + "\n〔742 chars of repeated text removed〕" == outcome.kept_text
+    assert assistant == text[:1260] + "\n〔945 chars of repeated text removed〕" == outcome.kept_text
     paragraph = text[884:1250]  # the repeated unit (index.json: loop_start 884, period 379), less its end
     assert text.count(paragraph) == 20 and assistant.count(paragraph) == 1  # once, never its repeats
     assert request.messages[2]["content"].startswith("[loopguard] Your previous answer started repeating itself")

@@ -141,13 +141,17 @@ def test_a_verbatim_cycle_by_hand(impl: str) -> None:
     250, where t[249] has no copy before it; right to the end): one segment, which costs
     NEAR_SEED_COST = 2.  At n = 600 the window t[0:600] is covered from 250 on: 350 - 2 <
     0.82 * 600.  At n = 800 the window t[200:800]: 550 - 2 = 548 >= 492, and N fires: cut = 250
-    (copy 2: one copy kept), start = 250 - 250 = 0.
+    (copy 2: one copy kept), start = 250 - 250 = 0.  Its exact piece is that segment, 550 code
+    points, at least min(250, NEAR_WHOLE_CAP): a whole copy -- but N did not hold at 600, so it is
+    weak.  At n = 1,000 the window t[400:1000] is one exact piece of 600 again, and N held at 800
+    with a whole copy: strong, reported again with its own cut 400 (start 150).
     """
     text = _unit(250) * 4
     found = [d for d in detect(text, N_ONLY, impl, channel="reasoning")]
-    assert [(d["kind"], d["position"], d["start"], d["cut"]) for d in found] == [("near_cycle", 800, 0, 250)]
+    assert [(d["kind"], d["position"], d["start"], d["cut"], d.get("strength", "strong")) for d in found] == [
+        ("near_cycle", 800, 0, 250, "weak"), ("near_cycle", 1000, 150, 400, "strong")]
     assert NEAR_SEED_COST == 2
-    assert found[0]["evidence"] == {"period": 250, "coverage": 548 / 600}
+    assert found[0]["evidence"] == {"period": 250, "coverage": 548 / 600, "exact": 550}
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -156,9 +160,13 @@ def test_an_insertion_shifts_the_lag_within_the_tolerance(impl: str) -> None:
     unit = _unit(250)
     text = unit + "".join(unit[:100] + "Z" + unit[100:] for _ in range(3))
     found = detect(text, N_ONLY, impl, channel="reasoning")
-    assert [d["kind"] for d in found] == ["near_cycle"]
+    # weak at 800 (N did not hold before); copies 2-4 are identical, so the window t[400:1000]
+    # is one exact piece of 600 at lag 251 at 1,000: confirmed, strong
+    assert [(d["kind"], d["position"], d.get("strength", "strong")) for d in found] == [
+        ("near_cycle", 800, "weak"), ("near_cycle", 1000, "strong")]
     assert found[0]["evidence"]["period"] in (250, 251)
     assert found[0]["cut"] == 250  # copy 2 starts at 250: one copy is kept
+    assert found[1]["evidence"]["exact"] == 600
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -183,7 +191,7 @@ def test_record_lines_hold_back(impl: str) -> None:
     records = block("") * 4  # lower-case keys: record lines (the same block four times)
     prose = block("Then ") * 4  # "Then alpha0: ..." is prose
     assert detect(records, N_ONLY, impl, channel="reasoning") == []
-    assert [d["kind"] for d in detect(prose, N_ONLY, impl, channel="reasoning")] == ["near_cycle"]
+    assert [d["kind"] for d in detect(prose, N_ONLY, impl, channel="reasoning")][:1] == ["near_cycle"]
 
 
 def test_record_lines_by_hand() -> None:
@@ -306,8 +314,9 @@ def test_offset_timestamps_and_date_first_csv_are_records(impl: str) -> None:
         for channel in ("reasoning", "text"):
             assert detect(text, N_ONLY, impl, channel=channel) == []
     # the same heartbeat lines without their timestamps are a loop
-    assert [d["kind"] for d in detect("INFO heartbeat ok, all good here\n" * 40, N_ONLY, impl,
-                                      channel="reasoning")] == ["near_cycle"]
+    assert [(d["kind"], d.get("strength", "strong")) for d in detect(
+        "INFO heartbeat ok, all good here\n" * 40, N_ONLY, impl, channel="reasoning")] == [
+        ("near_cycle", "weak"), ("near_cycle", "strong")]  # verbatim: confirmed a checkpoint later
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -321,14 +330,14 @@ def test_a_loop_of_quoted_lines_is_not_records(impl: str) -> None:
     sample = quality.make_loop("loop_ascii", 1010839, 3, period=170, noise=0.0422)
     assert sample.text[sample.loop_start] == '"' and sample.loop_end is None
     found = detect(sample.text, N_ONLY, impl, channel="reasoning")
-    assert [d["kind"] for d in found] == ["near_cycle"]
+    assert [d["kind"] for d in found][:1] == ["near_cycle"] and found[0]["strength"] == "weak"
     assert sample.first_repeat <= found[0]["position"] and sample.loop_start <= found[0]["cut"]
     assert abs(found[0]["evidence"]["period"] - 170) <= near_tolerance(170, 16)
     rng = random.Random(7)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(64)]
     block = "".join(f'"{words[2 * i]}": "{words[2 * i + 1]} {i}",\n' for i in range(32))
     assert detect(block * 4, N_ONLY, impl, channel="reasoning") == []
-    assert [d["kind"] for d in detect(block.replace('": "', ' said "') * 4, N_ONLY, impl, channel="reasoning")] == [
+    assert [d["kind"] for d in detect(block.replace('": "', ' said "') * 4, N_ONLY, impl, channel="reasoning")][:1] == [
         "near_cycle"]
     # dialogue with the comma after the closing quote, 12 copies with 3 % of code points replaced
     line = '"No, I already told you, the train leaves at nine", she said, and turned away.\n'
@@ -392,24 +401,28 @@ def test_a_unit_with_an_inner_repeat_is_found_by_its_votes(impl: str) -> None:
     assert (sample.loop_start, sample.first_repeat) == (1118, 1138)
     found = detect(sample.text, N_ONLY, impl, channel="reasoning")
     assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1207)]
-    assert found[0]["evidence"] == {"period": 20, "coverage": 587 / 600}
+    assert found[0]["evidence"] == {"period": 20, "coverage": 587 / 600, "exact": 130}
+    assert found[0]["strength"] == "weak"  # N did not hold at 1,600
 
 
 @pytest.mark.parametrize("check_every", [1, 5, 10, 200])
 def test_one_report_per_loop_at_any_checkpoint_spacing(check_every: int) -> None:
     """A loop N holds on is one episode: at the next checkpoint its window at the same period
-    comes first, so blocks with few anchors (check_every 1: one position) do not break it."""
+    comes first, so blocks with few anchors (check_every 1: one position) do not break it.  It
+    is reported twice: weak at its first checkpoint, strong (confirmed) at the next one."""
     text = "Let me check the config again. " * 300
     config = TextConfig("default", enabled=["near_cycle"], check_every=check_every)
     found = detect(text, config, "cython", channel="reasoning")
-    assert [(d["kind"], d["evidence"]["period"]) for d in found] == [("near_cycle", 31)]
+    assert [(d["kind"], d["evidence"]["period"], d.get("strength", "strong")) for d in found] == [
+        ("near_cycle", 31, "weak"), ("near_cycle", 31, "strong")]
+    assert found[1]["position"] - found[0]["position"] == check_every
 
 
 def test_one_report_per_loop_both_implementations() -> None:
     text = "A short preface about nothing in particular. " + "Let me check the config again. " * 60
     config = TextConfig("default", enabled=["near_cycle"], check_every=10)
     reference = detect(text, config, "python", channel="reasoning")
-    assert [d["kind"] for d in reference] == ["near_cycle"]
+    assert [(d["kind"], d.get("strength", "strong")) for d in reference] == [("near_cycle", "weak"), ("near_cycle", "strong")]
     assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=2)) == reference
 
 

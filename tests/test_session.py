@@ -152,8 +152,10 @@ def test_feed_starts_turn_and_attempt_implicitly_and_tool_calls_belong_to_the_la
 # --------------------------------------------------------------- text loops
 def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     text, channel = case_text("001_")
-    expected = scan_text(text, channel)[0]  # default profile: N at its first hit (acts like C and P)
-    assert (expected.kind, expected.position) == ("near_cycle", 2000)
+    found = scan_text(text, channel)  # default profile: N weak at 2,000, then C (and N confirmed) at 2,200
+    assert [(d.kind, d.position, d.strength) for d in found] == [
+        ("near_cycle", 2000, "weak"), ("cycle", 2200, "strong"), ("near_cycle", 2200, "strong")]
+    expected = found[1]  # the first strong detection acts
     s = Session()
     s.start_turn()
     s.start_attempt()
@@ -163,12 +165,15 @@ def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     assert verdict.detection == expected
     assert at - 7 < expected.position <= at  # the delta that crossed the checkpoint
     assert f"at {expected.position}" in verdict.reason and f"cut at {expected.cut}" in verdict.reason
-    assert verdict.reason.startswith("[loopguard] The answer started repeating itself (near_cycle")
+    assert verdict.reason.startswith("[loopguard] The answer started repeating itself (cycle")
     # sticky: every further delta of the attempt gets the same stop verdict, one strike only
     assert all(v is verdict for n, v in verdicts if n >= at)
     assert s.guard.strikes("default") == 1
     assert s.end_attempt() is verdict
-    assert s.detections[0] == expected
+    assert s.detections == found[:3]
+    # before the cut, the weak N detection at 2,000 was a notice
+    notice = next(v for n, v in verdicts if v.action == "notice")
+    assert notice.detection == found[0] and notice.kind == "text_loop" and not notice.stop
 
 
 def test_fuse_profile_acts_at_the_second_hit() -> None:

@@ -291,9 +291,9 @@ def test_stops_at_the_acting_checkpoint_and_prunes(prefix: str, size: int, shape
 
 
 def test_fixture_facts() -> None:
-    """The fixtures cover what they claim: C, N, P and L acting, zh, a fenced answer, a cut at 0."""
+    """The fixtures cover what they claim: C, N (strong), P and L acting, zh, a fenced answer, a cut at 0."""
     kinds = {p: a.detection.kind for p in LOOP_CASES if (a := case_acting(p)) is not None}
-    assert kinds == {"001": "near_cycle", "007": "pool", "010": "cycle", "014": "near_cycle",
+    assert kinds == {"001": "cycle", "007": "pool", "010": "cycle", "014": "near_cycle",
                      "015": "near_cycle", "016": "lowdiv_tail"}  # 007, 016 under BEFORE_N (the tuned pool on 007)
     assert {"lowdiv_tail", "pool"} <= BEFORE_N.enabled and "lowdiv_tail" not in TextConfig().enabled
     a016 = case_acting("016")

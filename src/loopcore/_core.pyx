@@ -77,6 +77,8 @@ assert ART_MIN_SYMBOLS <= 4  # the symbol array of _art_run holds 4
 cdef Py_ssize_t RECORD_MAX_LINE = _reference.RECORD_MAX_LINE
 cdef Py_ssize_t SALAD_WORD = _reference.SALAD_WORD
 cdef Py_ssize_t SALAD_GATE = _reference.SALAD_GATE
+cdef double SALAD_MAX_DIGITS = _reference.SALAD_MAX_DIGITS
+cdef int64_t NEAR_WHOLE_CAP = _reference.NEAR_WHOLE_CAP
 # N's constants (_reference.NEAR_*; checked equal below)
 cdef enum:
     NEAR_CHUNK = 256  # positions N hashes before linking their anchors
@@ -157,6 +159,8 @@ cdef struct Event:
     int64_t ev0
     int64_t ev1
     int64_t ev2
+    int64_t ev3
+    bint strong  # the evidence is strong (N: an exact copy; the other kinds always)
     double coverage
     int nphr
     int32_t phr_slot[MAX_PHR]
@@ -283,6 +287,9 @@ cdef class ChannelStream:
     cdef Py_ssize_t n_hold  # the period N held at the previous checkpoint (0: it did not)
     cdef Py_ssize_t n_pend  # a period whose window fell short at the previous checkpoint (0: none)
     cdef Py_ssize_t n_covered  # the covered code points of N's last window walk
+    cdef int64_t n_exact  # the longest exact piece of N's last window walk
+    cdef bint n_whole  # ... and whether one was a whole copy (as long as its lag)
+    cdef bint n_whole_prev  # N held with a whole copy at the previous checkpoint
     # the digits seen by N's extension in the current window walk (positions only grow in a
     # walk): [n_dlo, n_dend) are all ASCII digits; n_dexact: n_dlo - 1 is not (else unknown)
     cdef int64_t n_dlo, n_dend
@@ -358,6 +365,7 @@ cdef class ChannelStream:
     cdef Py_ssize_t lw_distinct, lw_big  # distinct small code points; code points >= 256
     # ---- episodes and events
     cdef bint holding[N_KINDS]
+    cdef bint reported_strong[N_KINDS]  # the strength of each episode's last report
     cdef int64_t hit_count[N_KINDS]
     cdef int64_t fuse_cp
     cdef Event events[MAX_EVENTS]
@@ -731,7 +739,8 @@ cdef class ChannelStream:
             elif ev.kind == K_C:
                 evidence = {"period": ev.ev0, "copies": ev.ev1, "length": ev.ev2}
             elif ev.kind == K_N:
-                evidence = {"period": ev.ev0, "coverage": ev.coverage}
+                evidence = {"period": ev.ev0, "coverage": ev.coverage, "exact": ev.ev3,
+                            "strong": bool(ev.strong)}
             elif ev.kind == K_T:
                 evidence = {"unique": ev.ev0, "alnum": <double>ev.ev1 / <double>ev.ev2}
             else:
@@ -1545,8 +1554,9 @@ cdef class ChannelStream:
 
     cdef bint _near_recurrence(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._near_recurrence: restarts, copies of varying length."""
-        cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, lag = 0, base = self.base
+        cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, lag = 0, base = self.base, exact = 0
         cdef Py_ssize_t k = self.nk, w = self.nrw, covered = 0
+        cdef bint strong = False
         if n < w or n < k or self.n_anchors == 0:
             return False
         if <double>self.n_recurring < self.nrecur * <double>self.n_anchors:
@@ -1559,6 +1569,8 @@ cdef class ChannelStream:
             q = self.n_last[i & self.n_lmask]
             if q == 0:
                 continue
+            if self.n_last[(i - q) & self.n_lmask] == 0:
+                continue  # the copied k-gram occurred once before: two copies are not a loop
             s = max(lo, i - k + 1)
             while s > done and s - 1 - q >= 0 and self._at(<Py_ssize_t>(s - 1 - base)) == \
                     self._at(<Py_ssize_t>(s - 1 - q - base)):
@@ -1572,28 +1584,35 @@ cdef class ChannelStream:
                 cut = s
                 lag = q
             covered += e - max(s, done)
+            if e - s > exact:
+                exact = e - s
+            if e - s >= q:
+                strong = True
             done = e
         if cut < 0 or <double>covered < self.nrecur * <double>w:
             return False
         if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
             return False
-        self._near_report(ev, cut, lag, covered, w)
+        self._near_report(ev, cut, lag, covered, w, exact, strong)
         return True
 
     cdef void _near_report(self, Event* ev, int64_t cut, int64_t period, Py_ssize_t covered,
-                           Py_ssize_t w) noexcept nogil:
-        """N's detection: one copy kept before ``cut``; evidence period and coverage."""
+                           Py_ssize_t w, int64_t exact, bint strong) noexcept nogil:
+        """N's detection: one copy kept before ``cut``; evidence period, coverage, exact, strong."""
         ev.start = self._map(cut - period if cut > period else 0)
         ev.cut = self._map(cut)
         ev.ev0 = period
         ev.ev1 = covered
         ev.ev2 = w
+        ev.ev3 = exact
+        ev.strong = strong
         ev.coverage = <double>covered / <double>w
 
     cdef int64_t _near_extend(self, int64_t e, int64_t n, int64_t q, int64_t c, Py_ssize_t p, Py_ssize_t tol,
-                              int64_t* gaps) noexcept nogil:
+                              int64_t* gaps, int64_t* run) noexcept nogil:
         """_reference.near_extend from ``e`` up to ``n`` at lag ``q``, comparing at lag ``c``
-        first; returns the end, sets ``gaps``."""
+        first; returns the end, sets ``gaps``; ``run`` is ``[piece start, longest exact piece,
+        a piece as long as its lag]``."""
         cdef int64_t a = 0, L = 0, hit, base = self.base
         cdef Py_ssize_t g, j, r, k = self.nk
         cdef int64_t tries[10]
@@ -1605,6 +1624,10 @@ cdef class ChannelStream:
             if c1 == c2:
                 e += 1
                 continue
+            if e - run[0] > run[1]:  # an exact piece ends here
+                run[1] = e - run[0]
+            if e - run[0] >= min(c, NEAR_WHOLE_CAP):
+                run[2] = 1
             if (48 <= c1 <= 57) and (48 <= c2 <= 57) and not self._digits_back(e, c):
                 return e  # a number that changes: an enumeration, not noise
             hit = 0
@@ -1641,8 +1664,13 @@ cdef class ChannelStream:
             gaps[0] += g
             e = a + k
             c = hit
+            run[0] = a  # the next exact piece begins at the resynchronisation
             if p - tol <= hit <= p + tol:
                 q = hit
+        if e - run[0] > run[1]:
+            run[1] = e - run[0]
+        if e - run[0] >= min(c, NEAR_WHOLE_CAP):
+            run[2] = 1
         return e
 
     cdef bint _digits_back(self, int64_t e, int64_t c) noexcept nogil:
@@ -1873,7 +1901,7 @@ cdef class ChannelStream:
 
     cdef bint _near(self, Event* ev) noexcept nogil:
         """N at a checkpoint; starts the next block's lag histogram."""
-        cdef bint held = False
+        cdef bint held = False, whole
         cdef int r
         cdef Py_ssize_t pend = self.n_pend
         self._near_catch_up()
@@ -1892,6 +1920,11 @@ cdef class ChannelStream:
         if not held and self.n >= self.nmin_w and self.n >= self.nk:
             held = self._near_eval(ev) or self._near_recurrence(ev)
         self.n_hold = <Py_ssize_t>ev.ev0 if held else 0
+        # strong: a whole copy equal to the one before it, at this checkpoint and the previous one
+        whole = held and ev.strong
+        if held:  # a block of new text confirms (not the end of the stream)
+            ev.strong = whole and self.n_whole_prev and self.n % self.check_every == 0
+        self.n_whole_prev = whole
         self._near_table_clear()
         self.n_best = 0
         self.n_mode = 0
@@ -2045,7 +2078,7 @@ cdef class ChannelStream:
             return 0
         if <double>self._record_chars(hi - w, hi) >= self.nrec * <double>w:
             return 2
-        self._near_report(ev, cut, p, covered, w)
+        self._near_report(ev, cut, p, covered, w, self.n_exact, self.n_whole)
         return 1
 
     cdef Py_ssize_t _near_cover(self, Py_ssize_t p, Py_ssize_t tol, int64_t hi, Py_ssize_t w,
@@ -2054,7 +2087,11 @@ cdef class ChannelStream:
         returns the covered code points (after the seed costs), sets the cut (the first
         segment of at least 2k; -1: none) and the end (of the last such segment)."""
         cdef int64_t i, lo = hi - w, s, e, done, cut = -1, q, c, gaps, last = hi - w
+        cdef int64_t run[3]
         cdef Py_ssize_t k = self.nk, covered = 0
+        run[0] = lo
+        run[1] = 0
+        run[2] = 0
         done = lo
         self.n_dend = -1  # a new walk: no digits seen
         for i in range(max(lo, k - 1), hi):
@@ -2073,7 +2110,8 @@ cdef class ChannelStream:
             while s > done and s - 1 - c >= 0 and self._at(<Py_ssize_t>(s - 1 - self.base)) == \
                     self._at(<Py_ssize_t>(s - 1 - c - self.base)):
                 s -= 1
-            e = self._near_extend(i + 1, hi, q, c, p, tol, &gaps)
+            run[0] = s
+            e = self._near_extend(i + 1, hi, q, c, p, tol, &gaps, run)
             if cut < 0 and e - s >= 2 * k:  # a k-gram alone recurs by chance (" the ")
                 cut = s
             covered += e - max(s, done) - gaps - NEAR_SEED_COST  # a seed's cost: see _reference
@@ -2082,12 +2120,14 @@ cdef class ChannelStream:
             done = e
         cut_out[0] = cut
         end_out[0] = last
+        self.n_exact = run[1]
+        self.n_whole = run[2] != 0
         return covered
 
     cdef bint _salad(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._salad: a window of few symbols and no words."""
         cdef int64_t n = self.n, lo, i, cut
-        cdef Py_ssize_t w = self.salad_w, alnum = 0, space = 0, unique, run = 0
+        cdef Py_ssize_t w = self.salad_w, alnum = 0, space = 0, digits = 0, unique, run = 0
         cdef double max_alnum = self.salad_alnum * <double>w, max_space = self.salad_space * <double>w
         cdef cp_t c
         if n < w:
@@ -2107,10 +2147,13 @@ cdef class ChannelStream:
                 alnum += 1
                 if <double>alnum >= max_alnum:
                     return False
+                digits += 48 <= c <= 57
             elif is_space(c):
                 space += 1
         if <double>space >= max_space:
             return False
+        if <double>digits >= SALAD_MAX_DIGITS * <double>w:
+            return False  # numbers: an enumeration, not a salad
         unique = self._distinct(lo, n, self.salad_u)
         if unique >= self.salad_u:
             return False
@@ -2220,11 +2263,16 @@ cdef class ChannelStream:
         for k in range(N_KINDS):
             if holds[k]:
                 self.hit_count[k] += 1
-                if not self.holding[k] and self.nev < MAX_EVENTS:
+                if k != K_N:
+                    found[k].strong = True
+                # a report per episode, and one more when a weak episode turns strong
+                if (not self.holding[k] or (found[k].strong and not self.reported_strong[k])) \
+                        and self.nev < MAX_EVENTS:
                     found[k].kind = k
                     found[k].position = position
                     self.events[self.nev] = found[k]
                     self.nev += 1
+                    self.reported_strong[k] = found[k].strong
             self.holding[k] = holds[k]
 
 

@@ -260,11 +260,18 @@ def near_anchors(t: str, k: int, lo: int, n: int) -> list[int]:
 
 #: N's right extension skips at most this many edited code points at a time.
 NEAR_GAP = 8
+#: An exact piece of N's walk this long (or as long as its lag, when that is shorter) is a whole
+#: copy equal to the one before it: the copies stopped changing.
+NEAR_WHOLE_CAP = 300
 
 #: T's word: this many alphanumeric code points in a row end the text before a salad.
 SALAD_WORD = 3
 #: T looks at the last this many code points first (prose fails there within a few words).
 SALAD_GATE = 50
+#: T holds back on a window with at least this share of ASCII digits: numbers carry content (a
+#: LaTeX enumeration, ``$2 + 1 + 1$, $1 + 2 + 1$, ...``, has few distinct symbols and few
+#: letters but new values), a salad of symbols has none.
+SALAD_MAX_DIGITS = 0.02
 
 #: N's smallest lag tolerance: an insertion and a deletion between two copies.
 NEAR_MIN_TOL = 2
@@ -288,7 +295,8 @@ NEAR_VOTES = 4
 NEAR_VOTE_GATE = 0.7
 
 
-def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int, c: int = 0) -> tuple[int, int]:
+def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int, c: int = 0,
+                run: list[int] | None = None) -> tuple[int, int]:
     """Extend a copy of ``t`` at lag ``q`` rightwards from ``e`` (``t[x] == t[x - q]``)
     across small edits, up to ``n``; returns ``(end, gaps)``.
 
@@ -307,12 +315,21 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
     against an ASCII digit (numbers that change make an enumeration -- a table, a counter --
     not a noisy copy; a digit against a letter is an edit) -- unless ``t[e - c:e]`` is all
     digits (the copy itself is a number, as in ``197197197``: a loop of digits, not a field).
+
+    ``run``, when given, is ``[piece_start, longest, whole]``: the exact piece ending at the
+    first mismatch started at ``piece_start``; ``longest`` becomes the longest exact piece (a
+    stretch with ``t[x] == t[x - lag]`` throughout, at one lag) seen, ``whole`` true once a
+    piece is at least as long as its lag (a whole copy equal to the one before it), and each
+    resynchronisation starts a new piece where its k-gram begins.
     """
     gaps, c = 0, c or q
     while e < n:
         if t[e] == t[e - c]:
             e += 1
             continue
+        if run is not None:  # an exact piece ends here
+            run[1] = max(run[1], e - run[0])
+            run[2] = run[2] or e - run[0] >= min(c, NEAR_WHOLE_CAP)
         if t[e] in _DIGITS and t[e - c] in _DIGITS and not all(ch in _DIGITS for ch in t[e - c:e]):
             return e, gaps  # a number that changes: an enumeration, not noise
         for g in range(NEAR_GAP + 1):
@@ -329,8 +346,13 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
             return e, gaps
         gaps += g
         e, c = a + k, hit
+        if run is not None:  # the next exact piece begins at the resynchronisation
+            run[0] = a
         if abs(hit - p) <= tol:
             q = hit
+    if run is not None:
+        run[1] = max(run[1], e - run[0])
+        run[2] = run[2] or e - run[0] >= min(c, NEAR_WHOLE_CAP)
     return e, gaps
 
 
@@ -552,6 +574,9 @@ class ChannelStream:
         self._near_hold = 0  # the period N held at the previous checkpoint (0: it did not)
         self._near_pending = 0  # a period whose window fell short at the previous checkpoint
         self._near_covered = 0
+        self._near_exact = 0  # the longest exact piece of the last window walk
+        self._near_whole = False  # ... and whether one was a whole copy (as long as its lag)
+        self._near_whole_prev = False  # N held with a whole copy at the previous checkpoint
         self.t_on, self.salad_window = params["t_on"], params["salad_window"]
         self.salad_max_unique = params["salad_max_unique"]
         self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
@@ -572,6 +597,7 @@ class ChannelStream:
         self._opening_run = False  # still inside the opening run of fence characters
         # detector state
         self._holding = dict.fromkeys(KINDS, False)
+        self._reported_strong = dict.fromkeys(KINDS, True)  # the strength of each episode's last report
         self._hits = dict.fromkeys(KINDS, 0)
         self._fuse_checkpoints = 0
         self._windows: dict[int, tuple[bool, int, int]] = {}
@@ -730,9 +756,12 @@ class ChannelStream:
             holds = found is not None
             if holds:
                 self._hits[kind] += 1
-                if not self._holding[kind]:
-                    start, cut, evidence = found
+                start, cut, evidence = found
+                strong = evidence.get("strong", True)
+                # a report per episode, and one more when a weak episode turns strong
+                if not self._holding[kind] or (strong and not self._reported_strong[kind]):
                     out.append((kind, position, start, cut, evidence))
+                    self._reported_strong[kind] = strong
             self._holding[kind] = holds
 
     def _exact_tail(self, t: str):
@@ -896,7 +925,8 @@ class ChannelStream:
         max_p, div = self.near_max_period, self.near_tolerance
         lim = max_p + near_tolerance(max_p, div)
         link = lim + near_tolerance(lim, div)  # how far back an anchor is linked
-        reach = max(2 * lim, self.near_min_window, self.near_recurrence_window) + link + self.check_every + k
+        # + 2 link: a recurrence seed's source anchor and the occurrence before it
+        reach = max(2 * lim, self.near_min_window, self.near_recurrence_window) + 2 * link + self.check_every + k
         first = max(k - 1, n - reach)
         anchors = near_anchors(t, k, first, n)
         ends: dict[str, list[int]] = {}
@@ -923,6 +953,11 @@ class ChannelStream:
         if found is None:
             found = self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(t, anchors, before, link)
         self._near_hold = found[2]["period"] if found else 0
+        # strong: a whole copy equal to the one before it, at this checkpoint and the previous one
+        whole = found is not None and found[2]["strong"]
+        if found is not None:  # a block of new text confirms (not the end of the stream)
+            found[2]["strong"] = whole and self._near_whole_prev and n % self.check_every == 0
+        self._near_whole_prev = whole
         return found
 
     def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int, link: int):
@@ -994,16 +1029,19 @@ class ChannelStream:
             return "no"
         if record_chars(t, hi - w, hi) >= self.near_max_record_share * w:
             return "records"
-        return self._map(max(0, cut - p)), self._map(cut), {"period": p, "coverage": covered / w}
+        return self._map(max(0, cut - p)), self._map(cut), {
+            "period": p, "coverage": covered / w, "exact": self._near_exact, "strong": self._near_whole}
 
     def _near_cover(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int, hi: int, w: int):
         """The coverage walk over the window ``t[hi-w:hi]``: ``(covered, cut, end)``: ``cut`` the
         start of the first segment at least ``2k`` long (-1: none), ``end`` the end of the last
         one (``hi - w``: none; shorter segments are chance k-grams, as in the prose after a
-        loop)."""
+        loop).  Sets ``_near_exact``: the longest exact piece of the walk (a stretch equal to
+        the text one lag back throughout: its segments split at each skipped edit)."""
         k = self.near_ngram
         lo = hi - w
         covered, done, cut, last = 0, lo, -1, lo
+        run = [lo, 0, False]  # [the current exact piece's start, the longest exact piece, a whole copy]
         for i in anchors:
             if i >= hi:
                 break
@@ -1019,13 +1057,15 @@ class ChannelStream:
             s = max(lo, i - k + 1)
             while s > max(lo, done) and s - 1 - c >= 0 and t[s - 1] == t[s - 1 - c]:
                 s -= 1
-            e, gaps = near_extend(t, i + 1, hi, q, p, tol, k, link, c)
+            run[0] = s
+            e, gaps = near_extend(t, i + 1, hi, q, p, tol, k, link, c, run)
             if cut < 0 and e - s >= 2 * k:  # a k-gram alone recurs by chance (" the ")
                 cut = s
             covered += e - max(s, done) - gaps - NEAR_SEED_COST
             if e - s >= 2 * k:
                 last = e
             done = e
+        self._near_exact, self._near_whole = run[1], run[2]
         return covered, cut, last
 
     def _near_recurrence(self, t: str, anchors: list[int], before: Any, link: int):
@@ -1038,13 +1078,15 @@ class ChannelStream:
         if not block or recurring < self.near_min_recurrence * len(block):
             return None  # the gate: the block's anchors nearly all occurred before
         lo = n - w
-        covered, done, cut, lag = 0, lo, -1, 0
+        covered, done, cut, lag, exact, strong = 0, lo, -1, 0, 0, False
         for i in anchors:
             if i < max(lo, done):
                 continue
             earlier = before(i)
             if not earlier or i - earlier[0] > link:
                 continue
+            if len(earlier) < 2 or earlier[0] - earlier[1] > link:
+                continue  # the copied k-gram occurred once before: two copies are not a loop
             q = i - earlier[0]
             s = max(lo, i - k + 1)
             while s > max(lo, done) and s - 1 - q >= 0 and t[s - 1] == t[s - 1 - q]:
@@ -1057,12 +1099,15 @@ class ChannelStream:
             if cut < 0:
                 cut, lag = s, q
             covered += e - max(s, done)
+            exact = max(exact, e - s)
+            strong = strong or e - s >= q
             done = e
         if cut < 0 or covered < self.near_min_recurrence * w:
             return None
         if record_chars(t, lo, n) >= self.near_max_record_share * w:
             return None
-        return self._map(max(0, cut - lag)), self._map(cut), {"period": lag, "coverage": covered / w}
+        return self._map(max(0, cut - lag)), self._map(cut), {
+            "period": lag, "coverage": covered / w, "exact": exact, "strong": strong}
 
     def _salad(self, t: str):
         """T -- token salad: random picks from a few symbols (emoji, kaomoji), no words.
@@ -1071,7 +1116,8 @@ class ChannelStream:
         ``w = salad_window``, each under ``salad_max_alnum`` alphanumeric; the window with
         fewer than ``salad_max_unique``
         distinct code points (``str.isalnum`` counts alphanumerics) and under
-        ``salad_max_space`` whitespace (``str.isspace``).
+        ``salad_max_space`` whitespace (``str.isspace``) and under :data:`SALAD_MAX_DIGITS`
+        ASCII digits.
         ``start = cut`` = the end of the window's last run of at least
         :data:`SALAD_WORD` alphanumeric code points (the last word before the salad), or the
         window's start.  Evidence: ``unique``, ``alnum`` (the share).
@@ -1088,6 +1134,8 @@ class ChannelStream:
             return None
         if sum(1 for ch in window if ch.isspace()) >= self.salad_max_space * w:
             return None
+        if sum(1 for ch in window if ch in _DIGITS) >= SALAD_MAX_DIGITS * w:
+            return None  # numbers: an enumeration, not a salad
         unique = len(set(window))
         if unique >= self.salad_max_unique:
             return None

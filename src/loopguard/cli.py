@@ -19,15 +19,20 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config import PROFILES, TextConfig
 from .errors import InputError
+from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
 from .redact import redact_secrets
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
 from .text import CHANNELS, Detection, TextLoopDetector
 from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
+
+if TYPE_CHECKING:
+    from .evaluate import Case
+    from .evaluate_records import RecordSet
 
 __all__ = ["FileReport", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
 
@@ -130,10 +135,11 @@ class FileReport:
 
     @property
     def has_loop(self) -> bool:
-        """Any text detection, a tool run long enough to be a loop, or a call
-        the ToolGuard would have denied or cancelled."""
+        """A strong text detection (a weak one is a possible loop: a Session's
+        notice), a tool run long enough to be a loop, or a call the ToolGuard
+        would have denied or cancelled."""
         return (
-            bool(self.loops)
+            any(f.detection.strong for f in self.loops)
             or any(run.loop for run in self.tool_runs)
             or any(f.stops for f in self.guard_findings)
         )
@@ -293,7 +299,7 @@ def span_label(wheres: Sequence[dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
-def _loop_lines(finding: TextFinding, kinds: str = "") -> list[str]:
+def _loop_lines(finding: TextFinding, kinds: str = "", strong: bool = True) -> list[str]:
     d = finding.detection
     where = where_label(finding.where)
     head = " · ".join(
@@ -303,7 +309,7 @@ def _loop_lines(finding: TextFinding, kinds: str = "") -> list[str]:
     )
     more = "…" if finding.excerpt and d.start + len(finding.excerpt) < min(d.cut, finding.length) else ""
     return [
-        f"  LOOP    {head}",
+        f"  {'LOOP ' if strong else 'maybe'}   {head}",
         f"          {'repeats' if d.cut > d.start else 'from start'}: “{_show(redact_secrets(finding.excerpt))}{more}”",
         f"          would cut at {d.cut}: keep {d.cut} of {finding.length} chars, drop {finding.length - d.cut}",
     ]
@@ -350,19 +356,35 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
         return []
     if not report.loops and not report.tool_runs and not report.guard_findings:
         return [f"{_show(report.path)} [{report.format}]: clean"] if show_clean else []
-    status = "loops found" if report.has_loop else "no loop"
+    status = "loops found" if report.has_loop else ("possible loop" if report.loops else "no loop")
     lines = [f"{_show(report.path)} [{report.format}]: {status}"]
+    # a strong near_cycle report confirms the weak report of its episode (the one before it):
+    # the episode is listed once, at its first report, as a loop
+    loops: list[TextFinding] = []
+    strong: list[bool] = []
+    for finding in report.loops:
+        d = finding.detection
+        first = next((i for i in range(len(loops) - 1, -1, -1) if loops[i].detection.kind == d.kind
+                      and loops[i].detection.channel == d.channel and loops[i].where == finding.where), None)
+        if d.kind == "near_cycle" and d.strong and first is not None and not loops[first].detection.strong:
+            strong[first] = True
+            continue
+        loops.append(finding)
+        strong.append(d.strong)
     # one loop that several detectors report with the same start and cut: one entry
     shown: dict[tuple[Any, ...], list[str]] = {}
-    for finding in report.loops:
+    acted: dict[tuple[Any, ...], bool] = {}
+    for finding, acts in zip(loops, strong):
         d = finding.detection
         key = (repr(finding.where), d.channel, d.start, d.cut)
         shown.setdefault(key, []).append(d.kind)
-    for finding in report.loops:
+        acted[key] = acted.get(key, False) or acts
+    for finding in loops:
         d = finding.detection
-        kinds = shown.pop((repr(finding.where), d.channel, d.start, d.cut), None)
+        key = (repr(finding.where), d.channel, d.start, d.cut)
+        kinds = shown.pop(key, None)
         if kinds is not None:
-            lines += _loop_lines(finding, " + ".join(kinds))
+            lines += _loop_lines(finding, " + ".join(kinds), acted[key])
     lines += [_run_line(run) for run in report.tool_runs]
     lines += [_guard_line(finding) for finding in report.guard_findings]
     return lines
@@ -397,17 +419,55 @@ def build_parser() -> argparse.ArgumentParser:
     scan.set_defaults(run=_scan_command)
     evaluate = commands.add_parser(
         "eval",
-        help="measure the detectors against labelled cases (DIR/index.json)",
+        help="measure the detectors against labelled cases (DIR/index.json) or text records (.jsonl)",
         description=_EVAL_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    evaluate.add_argument("dir", metavar="DIR", help="the case folder, holding index.json and the case files")
-    evaluate.add_argument("--json", action="store_true", help="print one JSON object: profile, cases, summary, by_detector")
+    evaluate.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a case folder (holding index.json), a .jsonl / .jsonl.gz file of text records, "
+        "or a folder of such files (walked recursively, sorted)",
+    )
+    evaluate.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: profile, cases, summary, by_detector (case folder); records (JSON Lines)",
+    )
     evaluate.add_argument(
         "--profile",
-        default="default",
-        choices=sorted(PROFILES),
-        help="text detector profile for the text cases (default: %(default)s)",
+        action="append",
+        choices=[*sorted(PROFILES), "all"],
+        help="text detector profile; repeat for several, 'all' = default, fuse, rescue (default: default)",
+    )
+    evaluate.add_argument(
+        "--by",
+        action="append",
+        choices=list(GROUP_KEYS),
+        help="records: also report per task or per model (repeatable)",
+    )
+    evaluate.add_argument(
+        "--worst",
+        type=_count,
+        default=None,
+        metavar="K",
+        help="records: list the K clean records cut or noticed that lose the most text "
+        "(default: 10 in text output, all with --json)",
+    )
+    evaluate.add_argument(
+        "--delta",
+        type=_positive,
+        default=DELTA_CHARS,
+        metavar="N",
+        help="records: code points per Session.feed delta (default: %(default)s)",
+    )
+    evaluate.add_argument(
+        "--jobs",
+        type=_positive,
+        default=DEFAULT_JOBS,
+        metavar="N",
+        help="records: worker processes (default: %(default)s; 1 = in this process)",
     )
     evaluate.set_defaults(run=_eval_command)
     return parser
@@ -466,44 +526,166 @@ def _scan_command(args: argparse.Namespace) -> int:
 
 
 _EVAL_DESCRIPTION = """\
-Replay every case of DIR/index.json (schema: shared/data/cases/README.md)
-and report per case whether the loop was caught (SPEC section 9).
+Measure the detectors against labelled data (SPEC section 9). Each PATH is
+a case folder (DIR/index.json) or labelled JSON Lines text records (a
+.jsonl / .jsonl.gz file, or a folder walked for them); both may be mixed.
 
-Text cases are streamed through a fresh detector with --profile (channel
-"reasoning" when the case says so, else "text"); the first detection decides:
-caught (at or after first_repeat, and by loop_end + check_every when the
-loop is bounded), early (before loop_start), missed (nothing, inside the
-first copy, or after the loop ended), false_positive (a not-loop fired),
-clean. Tool-call cases go through ToolGuard with its default config: a loop
-is caught by a notice or stronger at a call index <= fire_by_call; a not-loop
-is a false positive only when a call is denied or cancelled.
+Case folder (schema: shared/data/cases/README.md): every case is replayed
+and reported. Text cases are streamed through a fresh detector with the
+profile (channel "reasoning" when the case says so, else "text"); the first
+detection decides: caught (at or after first_repeat, and by loop_end +
+check_every when the loop is bounded), early (before loop_start), missed
+(nothing, inside the first copy, or after the loop ended), false_positive (a
+not-loop fired), clean. Tool-call cases go through ToolGuard with its default
+config: a loop is caught by a notice or stronger at a call index <=
+fire_by_call; a not-loop is a false positive only when a call is denied or
+cancelled. Positions and text latencies are Unicode code points; tool
+latencies calls.
 
-Positions and text latencies are Unicode code points; tool latencies calls.
+Text records ({"text", "looping": true|false|null, "loop_start", "id",
+"model", "task"}; e.g. shared/data/real/bench): each goes through a fresh
+Session with the profile as text_config, as one attempt fed on the
+"reasoning" channel in --delta code-point deltas; the first cut/cancel
+verdict stops it, the first notice is noted. Printed per profile: clean
+records cut and noticed, with Wilson 95% intervals; loops cut (recall, Wilson
+interval), latency p50/p90 (stop - loop_start, code points) and early stops
+(before loop_start); null records cut/noticed (not in the rates); --by
+groups; the --worst clean records cut or noticed, with evidence and context
+around the cut. Lines that are not text records (e.g. trajectories with
+"calls") are skipped and counted.
 
-exit status: 0 (whatever the results), 2 unreadable or invalid index or case
-file (named on stderr).
+exit status: 0 (whatever the results), 2 unreadable input: a missing path,
+an invalid index or case file, a line that is not JSON (named on stderr with
+file and line).
 """
 
 
-def _eval_command(args: argparse.Namespace) -> int:
-    from .evaluate import evaluate, format_summary, format_table, load_cases, render_rich_table
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {value!r}")
+    return number
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {value!r}")
+    return number
+
+
+def _eval_profiles(asked: Sequence[str] | None) -> list[str]:
+    """``--profile`` values in order, ``all`` expanded, each once (default: ``["default"]``)."""
+    out: list[str] = []
+    for name in asked or ["default"]:
+        for profile in ALL_PROFILES if name == "all" else (name,):
+            if profile not in out:
+                out.append(profile)
+    return out
+
+
+@contextlib.contextmanager
+def _lazy_progress(total: int, label: str) -> Iterator[Callable[[], None]]:
+    """A transient rich progress bar on stderr, started on the first advance.
+
+    Starting late lets worker processes be forked before rich's refresh
+    thread exists.  Only on a terminal and for 2+ items.
+    """
+    if total < 2 or not sys.stderr.isatty():
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    progress = Progress(console=Console(stderr=True), transient=True, redirect_stdout=False, redirect_stderr=True)
+    tasks: list[Any] = []
+
+    def advance() -> None:
+        if not tasks:
+            progress.start()
+            tasks.append(progress.add_task(label, total=total))
+        progress.advance(tasks[0])
 
     try:
-        cases = load_cases(args.dir)
+        yield advance
+    finally:
+        if tasks:
+            progress.stop()
+
+
+def _load_eval_inputs(paths: Sequence[str]) -> tuple[list[tuple[str, list[Case]]], RecordSet | None]:
+    """Case folders (in order) and the text records of every other path.
+
+    Raises
+    ------
+    InputError
+        the first unreadable input: a folder with neither index.json nor
+        JSON Lines files reports its missing index.json, as before.
+    """
+    from .evaluate import load_cases
+    from .evaluate_records import load_records, record_files
+
+    folders: list[tuple[str, list[Case]]] = []
+    record_paths: list[str] = []
+    for path in paths:
+        if os.path.isdir(path) and os.path.isfile(os.path.join(path, "index.json")):
+            folders.append((path, load_cases(path)))
+        elif os.path.isdir(path) and not record_files(path):
+            load_cases(path)  # raises: names DIR/index.json
+            raise InputError("no index.json and no .jsonl / .jsonl.gz files", path=path)  # pragma: no cover
+        else:
+            record_paths.append(path)
+    return folders, load_records(record_paths) if record_paths else None
+
+
+def _eval_command(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate, format_summary, format_table, render_rich_table
+    from .evaluate_records import evaluate_records, format_records
+
+    profiles = _eval_profiles(args.profile)
+    by = list(dict.fromkeys(args.by or []))
+    try:
+        folders, records = _load_eval_inputs(args.paths)
     except InputError as exc:
         print(f"loopguard: error: {_show(str(exc))}", file=sys.stderr)
         return 2
-    with _progress(len(cases)) as (advance, _active):
-        report = evaluate(cases, args.profile, on_case=advance)
+    runs = []
+    for directory, cases in folders:
+        for profile in profiles:
+            with _progress(len(cases)) as (advance, _active):
+                runs.append((directory, evaluate(cases, profile, on_case=advance)))
+    records_report = None
+    if records is not None:
+        with _lazy_progress(len(records.records), "replaying records") as advance_record:
+            records_report = evaluate_records(records, profiles, delta=args.delta, jobs=args.jobs,
+                                              on_record=advance_record)
     if args.json:
-        _write([json.dumps(report.to_dict())])
-    elif sys.stdout.isatty():
-        from rich.console import Console
+        out: dict[str, Any] = dict(runs[0][1].to_dict()) if runs else {}
+        if len(runs) > 1:
+            out["case_runs"] = [{"dir": directory, **report.to_dict()} for directory, report in runs]
+        if records_report is not None:
+            out["records"] = records_report.to_dict(by=by, worst=args.worst)
+        _write([json.dumps(out)])
+        return 0
+    for n, (directory, report) in enumerate(runs):
+        if len(runs) > 1:
+            _write(([""] if n else []) + [f"== {_show(directory)} (profile {report.profile}) =="])
+        if sys.stdout.isatty():
+            from rich.console import Console
 
-        Console().print(render_rich_table(report))
-        _write(["", *format_summary(report)])
-    else:
-        _write([*format_table(report), "", *format_summary(report)])
+            Console().print(render_rich_table(report))
+            _write(["", *format_summary(report)])
+        else:
+            _write([*format_table(report), "", *format_summary(report)])
+    if records_report is not None:
+        worst = 10 if args.worst is None else args.worst
+        _write(([""] if runs else []) + format_records(records_report, by=by, worst=worst))
     return 0
 
 

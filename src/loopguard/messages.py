@@ -183,6 +183,13 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "en": "[loopguard] The {channel} started repeating itself ({kind} at {position}); it was cut at {cut}.",
         "zh": "[loopguard] {channel_zh}开始重复自身（{kind}，位置 {position}），已在 {cut} 处截断。",
     },
+    "text_loop_notice": {
+        "en": (
+            "[loopguard] The {channel} may be starting to repeat itself ({kind} at {position}, "
+            "from {cut}). If you are going in circles, stop and take a different approach."
+        ),
+        "zh": "[loopguard] {channel_zh}可能开始重复自身（{kind}，位置 {position}，自 {cut} 起）。如果在原地打转，请停下来换一种做法。",
+    },
     "empty_turn": {
         "en": (
             "[loopguard] Your last {count} turn(s) ended with reasoning but no answer text. Write the "

@@ -569,14 +569,30 @@ class Session:
 
     def _judge(self, detector: TextLoopDetector, channel: str, found: list[Detection]) -> Verdict:
         if not detector.action_required(channel):
-            if found:
-                return Verdict("allow", "text_loop", detection=found[-1])
-            return _ALLOW
+            if not found:
+                return _ALLOW
+            weak = next((d for d in found if not d.strong), None)
+            if weak is not None:
+                return self._notice(weak, channel)
+            return Verdict("allow", "text_loop", detection=found[-1])
         candidates = [d for d in found if d.channel == channel] or [
             d for d in self._detections if d.channel == channel
         ]
-        acting = next((d for d in candidates if d.kind in _RESCUE_KINDS), candidates[-1] if candidates else None)
+        acting = next((d for d in candidates if d.kind in _RESCUE_KINDS and d.strong),
+                      candidates[-1] if candidates else None)
         return self._stop(acting, channel)
+
+    def _notice(self, detection: Detection, channel: str) -> Verdict:
+        """A weak detection (SPEC §2.7): go on, tell the model; a strong one of the same loop cuts."""
+        lang = messages.pick_language(self._guard.config.language, self._samples.get(channel, ""))
+        en, zh = _CHANNEL_NAMES[channel]
+        reason = messages.render("text_loop_notice", lang, channel=en, channel_zh=zh, kind=detection.kind,
+                                 position=detection.position, cut=detection.cut)
+        logger.info("session %r: possible text loop (%s, weak) on %s at %d (turn %d, attempt %d)", self._sid,
+                    detection.kind, channel, detection.position, self._turn, self._attempt)
+        return Verdict("notice", "text_loop", reason, detection,
+                       evidence={"channel": channel, "position": detection.position, "cut": detection.cut,
+                                 "strength": detection.strength})
 
     def _stop(self, detection: Detection | None, channel: str) -> Verdict:
         lang = messages.pick_language(self._guard.config.language, self._samples.get(channel, ""))

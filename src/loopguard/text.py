@@ -9,10 +9,13 @@ import loopcore
 
 from .config import TextConfig
 
-__all__ = ["CHANNELS", "Detection", "TextLoopDetector", "scan_text"]
+__all__ = ["CHANNELS", "STRENGTHS", "Detection", "TextLoopDetector", "scan_text"]
 
 #: The two channels of an attempt (SPEC §0).
 CHANNELS = ("reasoning", "text")
+#: How strong a detection's evidence is (SPEC §2.7): ``"strong"`` is acted on (a cut),
+#: ``"weak"`` is a notice until a strong detection of the same loop confirms it.
+STRENGTHS = ("strong", "weak")
 _FUSE_KINDS = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
 
 
@@ -37,7 +40,16 @@ class Detection:
     evidence : dict
         The numbers behind it: E ``count``; L ``unique``, ``max_ngram``; S
         ``unique``, ``max_ngram``, ``window_start``; C ``period``, ``copies``,
-        ``length``; P ``coverage``, ``phrases``.
+        ``length``; P ``coverage``, ``phrases``; N (``near_cycle``) ``period``,
+        ``coverage``, ``exact`` (the longest stretch of its window equal to the text
+        one lag back, code points); T (``salad``) ``unique``, ``alnum``.
+    strength : str
+        ``"strong"`` (acted on: a :class:`~loopguard.Session` cuts) or ``"weak"``
+        (a notice; a later strong detection of the same loop cuts).  Every kind is
+        strong but ``near_cycle``, which is strong once a whole copy of its
+        window equals the one before it (the copies stopped changing: up to
+        ``NEAR_WHOLE_CAP`` = 300 code points of it) at two checkpoints in a row;
+        a weak N episode that turns strong is reported again (SPEC §2.7).
     """
 
     kind: str
@@ -46,9 +58,19 @@ class Detection:
     start: int
     cut: int
     evidence: dict[str, Any] = field(default_factory=dict)
+    strength: str = "strong"
 
     def __hash__(self) -> int:
-        return hash((self.kind, self.channel, self.position, self.start, self.cut))
+        return hash((self.kind, self.channel, self.position, self.start, self.cut, self.strength))
+
+    def __post_init__(self) -> None:
+        if self.strength not in STRENGTHS:
+            raise ValueError(f"strength must be 'strong' or 'weak', not {self.strength!r}")
+
+    @property
+    def strong(self) -> bool:
+        """Whether the evidence is strong enough to act on (``strength == "strong"``)."""
+        return self.strength == "strong"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``phrases`` as a list)."""
@@ -60,6 +82,7 @@ class Detection:
             "start": self.start,
             "cut": self.cut,
             "evidence": evidence,
+            "strength": self.strength,
         }
 
 
@@ -117,6 +140,7 @@ class TextLoopDetector:
         self._streams: dict[str, Any] = {}
         self._closed: dict[str, Any] = {}
         self._detections: list[Detection] = []
+        self._strong: set[str] = set()  # channels with a strong near_cycle detection
         self._finished = False
 
     @property
@@ -202,10 +226,11 @@ class TextLoopDetector:
     def action_required(self, channel: str | None = None) -> bool:
         """Whether the detections call for action (SPEC §2.6).
 
-        C/P (the 003 "rescue" family), N (near_cycle, which confirms a cycle the way C
-        does) and T (salad: no words at all) call for action at their first hit; E/L/S
-        (the 002 "fuse" family) once some fuse detector has held at
-        ``fuse_hits_before_action`` checkpoints of one attempt.
+        C/P (the 003 "rescue" family) and T (salad: no words at all) call for action
+        at their first hit; N (near_cycle) once one of its detections is strong (its
+        weak ones are notices: :attr:`Detection.strength`); E/L/S (the 002 "fuse"
+        family) once some fuse detector has held at ``fuse_hits_before_action``
+        checkpoints of one attempt.
         """
         channels = CHANNELS if channel is None else (_check_channel(channel),)
         for name in channels:
@@ -215,14 +240,19 @@ class TextLoopDetector:
             if stream.fuse_checkpoints >= self.config.fuse_hits_before_action:
                 return True
             hits = stream.hits
-            if hits["cycle"] or hits["pool"] or hits["near_cycle"] or hits["salad"]:
+            if hits["cycle"] or hits["pool"] or hits["salad"] or name in self._strong:
                 return True
         return False
 
     def _wrap(self, channel: str, raw: list[tuple[str, int, int, int, dict[str, Any]]]) -> list[Detection]:
         if not raw:
             return []
-        found = [Detection(kind, channel, position, start, cut, evidence) for kind, position, start, cut, evidence in raw]
+        found = []
+        for kind, position, start, cut, evidence in raw:
+            strong = evidence.pop("strong", True)
+            found.append(Detection(kind, channel, position, start, cut, evidence, "strong" if strong else "weak"))
+            if strong and kind == "near_cycle":
+                self._strong.add(channel)
         self._detections += found
         return found
 
