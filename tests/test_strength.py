@@ -177,3 +177,22 @@ def test_scan_lists_a_confirmed_episode_once() -> None:
     text = _noisy(unit, 15) + unit * 10
     kinds = [(d.kind, d.strength) for d in scan_text(text, "reasoning") if d.kind == "near_cycle"]
     assert kinds == [("near_cycle", "weak"), ("near_cycle", "strong")]
+
+
+def test_stream_guard_passes_a_weak_loop_through_and_reports_its_notice() -> None:
+    """The noisy copies alone (weak N, never a whole copy) streamed as Chat Completions chunks:
+    nothing is cut, every chunk passes, the reasoning is kept whole, and the outcome carries the
+    text-loop notice."""
+    from loopguard.integrations.openai import guard_stream
+
+    text = _noisy(_unit(100), 15)
+    chunks = [{"choices": [{"index": 0, "delta": {"content": None, "reasoning_content": text[i:i + 16]},
+                            "finish_reason": None}]} for i in range(0, len(text), 16)]
+    chunks.append({"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]})
+    stream = guard_stream(iter(chunks))
+    assert list(stream) == chunks
+    outcome = stream.outcome
+    assert not outcome.stopped and outcome.verdict is None
+    assert outcome.kept_reasoning == text and outcome.kept_text == "Done."
+    assert outcome.notice is not None and outcome.notice.action == "notice" and outcome.notice.kind == "text_loop"
+    assert outcome.notice.detection.kind == "near_cycle" and outcome.notice.detection.strength == "weak"

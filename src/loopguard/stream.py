@@ -273,7 +273,9 @@ class StreamOutcome:
         The session's verdict at the end of the attempt when it has a kind:
         ``stall_nudge`` (``notice``: add ``notice.reason`` to the
         conversation before the next request), ``replay`` (informational:
-        D1' replay mode is on).
+        D1' replay mode is on); else, when nothing stopped the stream, the
+        first ``text_loop`` notice (a weak detection, SPEC §2.7: the text may
+        be starting to repeat; nothing was cut).
     mode : str
         The mode the stream ran in.
     """
@@ -385,6 +387,7 @@ class StreamGuard:
         self._calls: dict[Any, _Call] = {}
         self._order: list[Any] = []
         self._verdict: Verdict | None = None  # the stop verdict (acting or, in observe, first)
+        self._text_notice: Verdict | None = None  # the first weak text-loop detection's notice
         self._pending = False  # a cut waits for an open tool call
         self._stopped = False
         self._outcome: StreamOutcome | None = None
@@ -424,6 +427,8 @@ class StreamGuard:
 
     def _on_verdict(self, verdict: Verdict) -> Action:
         if not verdict.stop:
+            if verdict.action == "notice" and self._text_notice is None:
+                self._text_notice = verdict  # a weak text-loop detection: the stream goes on
             return Action.CONTINUE
         if self._verdict is None:
             self._verdict = verdict
@@ -615,6 +620,8 @@ class StreamGuard:
         verdict = self._verdict
         detection = verdict.detection if verdict is not None else None
         notice = end if end is not None and not end.stop and end.kind is not None else None
+        if notice is None and verdict is None:
+            notice = self._text_notice
         calls = self._complete_calls()
         base = dict(tool_calls=calls, finish_reason=finish_reason, upstream_error=error,
                     guard_error=self._broken, mode=cfg.mode, verdict=verdict, detection=detection, notice=notice)
