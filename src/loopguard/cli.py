@@ -25,7 +25,7 @@ from . import __version__
 from .config import PROFILES, TextConfig
 from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
-from .redact import redact_secrets
+from .redact import one_line, redact_secrets
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
 from .text import CHANNELS, Detection, TextLoopDetector
 from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
@@ -251,21 +251,8 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
 
 
 def _show(text: str) -> str:
-    """Make an excerpt one safe line: newline as ⏎, other control characters as symbols."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\n":
-            out.append("⏎")
-        elif code < 0x20:
-            out.append(chr(0x2400 + code))
-        elif code == 0x7F:
-            out.append("\u2421")
-        elif 0x80 <= code < 0xA0 or 0xD800 <= code < 0xE000:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Make an excerpt one safe line (:func:`loopguard.redact.one_line`)."""
+    return one_line(text)
 
 
 def _value(value: Any) -> str:
@@ -560,24 +547,23 @@ file and line).
 """
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {value!r}")
-    return number
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer ``>= minimum``."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = minimum - 1
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, not {value!r}")
+        return number
+
+    return parse
 
 
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {value!r}")
-    return number
+_positive = _at_least(1)
+_count = _at_least(0)
 
 
 def _eval_profiles(asked: Sequence[str] | None) -> list[str]:

@@ -47,7 +47,7 @@ from typing import Any
 
 from .config import TextConfig
 from .errors import InputError
-from .redact import redact_secrets
+from .redact import one_line, redact_secrets
 
 __all__ = [
     "ALL_PROFILES",
@@ -773,20 +773,7 @@ def evaluate_records(
 # --------------------------------------------------------------------------- human output
 
 
-def _one_line(text: str) -> str:
-    """Newline as ⏎, other control characters as visible symbols."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\n":
-            out.append("⏎")
-        elif code < 0x20:
-            out.append(chr(0x2400 + code))
-        elif code == 0x7F or 0x80 <= code < 0xA0 or 0xD800 <= code < 0xE000:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
+_one_line = one_line  # newline as ⏎, other control characters as visible symbols
 
 
 def _frac(k: int, n: int, digits: int = 2) -> str:

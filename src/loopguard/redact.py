@@ -120,3 +120,26 @@ def redact_secrets(text: str) -> str:
     text = _ASSIGNMENT.sub(_assignment, text)
     text = _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     return _HEX64.sub(REDACTED, text)
+
+
+def one_line(text: str) -> str:
+    r"""``text`` as one safe line for a terminal: a newline as ``⏎``, other C0 controls as their
+    Control Pictures (U+2400 + code), DEL as ``␡``, C1 controls and lone surrogates as U+FFFD.
+
+    >>> one_line("a\nb\tc\x7f")
+    'a⏎b␉c␡'
+    """
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\n":
+            out.append("\u23ce")
+        elif code < 0x20:
+            out.append(chr(0x2400 + code))
+        elif code == 0x7F:
+            out.append("\u2421")
+        elif 0x80 <= code < 0xA0 or 0xD800 <= code < 0xE000:
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
