@@ -73,6 +73,8 @@ def noise(n: int, seed: int) -> str:
         ("empty_turn_steer_max", "3"),
         ("empty_turn_detect", 1),
         ("text_strikes", None),
+        ("text_notice_checkpoints", 0),
+        ("text_notice_checkpoints", True),
     ],
 )
 def test_session_config_validation(key: str, value: object) -> None:
@@ -171,9 +173,16 @@ def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     assert s.guard.strikes("default") == 1
     assert s.end_attempt() is verdict
     assert s.detections == found[:3]
-    # before the cut, the weak N detection at 2,000 was a notice
+    # the weak N episode at 2,000 held two checkpoints before the cut: under the 3 a notice waits for
+    assert SessionConfig().text_notice_checkpoints == 3
+    assert not any(v.action == "notice" for n, v in verdicts)
+    s = Session(config=SessionConfig(text_notice_checkpoints=1))  # a notice at the weak detection itself
+    s.start_turn()
+    s.start_attempt()
+    verdicts = feed_all(s, text, channel, 7)
     notice = next(v for n, v in verdicts if v.action == "notice")
     assert notice.detection == found[0] and notice.kind == "text_loop" and not notice.stop
+    assert next(n for n, v in verdicts if v.action == "notice") == 2002  # the delta that crossed 2,000
 
 
 def test_fuse_profile_acts_at_the_second_hit() -> None:

@@ -151,6 +151,13 @@ class SessionConfig:
     stall_nudge_max : int
         At most this many nudges per session (default 3): the nudge must not
         become a loop of its own.
+    text_notice_checkpoints : int
+        A weak text-loop detection (SPEC §2.7: ``Detection.strength ==
+        "weak"``) gives a ``notice`` once its episode has held at this many
+        consecutive checkpoints (default 3: the near-copies went on over two
+        more blocks of ``check_every`` code points; a trace or enumeration that
+        looks like near-copies for a block or two ends first).  1 = at the
+        detection itself.  A strong detection cuts whatever this says.
 
     Raises
     ------
@@ -176,10 +183,11 @@ class SessionConfig:
     stall_calls: int = 3
     stall_min_reasoning_chars: int = 1024
     stall_nudge_max: int = 3
+    text_notice_checkpoints: int = 3
 
     def __post_init__(self) -> None:
         for key, lo in (("empty_turn_limit", 1), ("empty_turn_steer_max", 0), ("stall_calls", 0),
-                        ("stall_min_reasoning_chars", 0), ("stall_nudge_max", 0)):
+                        ("stall_min_reasoning_chars", 0), ("stall_nudge_max", 0), ("text_notice_checkpoints", 1)):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= _BIG:
                 raise ConfigError(key, value, f"an integer from {lo} to {_BIG}", owner="SessionConfig")
@@ -375,6 +383,7 @@ class Session:
         self._attempt_open = False
         self._detectors: dict[str, TextLoopDetector] = {}
         self._detections: list[Detection] = []
+        self._noticed: dict[str, Detection] = {}  # per channel: the weak episode last noticed
         self._stopped: Verdict | None = None
         self._clear_buffers()
 
@@ -472,6 +481,7 @@ class Session:
         self._attempt_open = True
         self._detectors = {}
         self._detections = []
+        self._noticed = {}
         self._stopped = None
         self._clear_buffers()
         self._guard.note_progress(self._sid)
@@ -569,11 +579,13 @@ class Session:
 
     def _judge(self, detector: TextLoopDetector, channel: str, found: list[Detection]) -> Verdict:
         if not detector.action_required(channel):
+            weak = detector.weak_episode(channel)
+            if weak is not None and weak is not self._noticed.get(channel) \
+                    and detector.weak_checkpoints(channel) >= self.config.text_notice_checkpoints:
+                self._noticed[channel] = weak  # one notice per weak episode
+                return self._notice(weak, channel)
             if not found:
                 return _ALLOW
-            weak = next((d for d in found if not d.strong), None)
-            if weak is not None:
-                return self._notice(weak, channel)
             return Verdict("allow", "text_loop", detection=found[-1])
         candidates = [d for d in found if d.channel == channel] or [
             d for d in self._detections if d.channel == channel

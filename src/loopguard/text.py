@@ -141,6 +141,9 @@ class TextLoopDetector:
         self._closed: dict[str, Any] = {}
         self._detections: list[Detection] = []
         self._strong: set[str] = set()  # channels with a strong near_cycle detection
+        # per channel: the current weak near_cycle episode's report, N's hit count at it, and the
+        # checkpoint count last looked at with the episode's length then
+        self._weak: dict[str, list[Any]] = {}
         self._finished = False
 
     @property
@@ -244,15 +247,41 @@ class TextLoopDetector:
                 return True
         return False
 
+    def weak_episode(self, channel: str) -> Detection | None:
+        """The report of ``channel``'s latest weak ``near_cycle`` episode, ``None`` when there is
+        none or it was confirmed (strong)."""
+        entry = self._weak.get(channel)
+        return entry[0] if entry is not None else None
+
+    def weak_checkpoints(self, channel: str) -> int:
+        """How many consecutive checkpoints ``channel``'s latest weak ``near_cycle`` episode has
+        held, its first report included (0: none).  It stops growing when the episode ends (a new
+        episode is a new report)."""
+        entry = self._weak.get(channel)
+        if entry is None:
+            return 0
+        stream = self._streams.get(channel) or self._closed.get(channel)
+        mark = stream.masked_length // self.config.check_every
+        if mark != entry[2]:  # the hit count moves only at checkpoints
+            entry[2] = mark
+            entry[3] = stream.hits["near_cycle"] - entry[1] + 1
+        return int(entry[3])
+
     def _wrap(self, channel: str, raw: list[tuple[str, int, int, int, dict[str, Any]]]) -> list[Detection]:
         if not raw:
             return []
         found = []
         for kind, position, start, cut, evidence in raw:
             strong = evidence.pop("strong", True)
-            found.append(Detection(kind, channel, position, start, cut, evidence, "strong" if strong else "weak"))
-            if strong and kind == "near_cycle":
-                self._strong.add(channel)
+            d = Detection(kind, channel, position, start, cut, evidence, "strong" if strong else "weak")
+            found.append(d)
+            if kind == "near_cycle":
+                if strong:
+                    self._strong.add(channel)
+                    self._weak.pop(channel, None)
+                else:
+                    stream = self._streams.get(channel) or self._closed.get(channel)
+                    self._weak[channel] = [d, stream.hits["near_cycle"], -1, 1]
         self._detections += found
         return found
 
