@@ -144,12 +144,13 @@ def test_a_verbatim_cycle_by_hand(impl: str) -> None:
     (copy 2: one copy kept), start = 250 - 250 = 0.  Its exact piece is that segment, 550 code
     points, at least min(250, NEAR_WHOLE_CAP): a whole copy -- but N did not hold at 600, so it is
     weak.  At n = 1,000 the window t[400:1000] is one exact piece of 600 again, and N held at 800
-    with a whole copy: strong, reported again with its own cut 400 (start 150).
+    with a whole copy: strong, reported again; its cut, first 400, walks back while the code point
+    before it equals the one 250 before that, to 250 (start 0): where the weak one cut.
     """
     text = _unit(250) * 4
     found = [d for d in detect(text, N_ONLY, impl, channel="reasoning")]
     assert [(d["kind"], d["position"], d["start"], d["cut"], d.get("strength", "strong")) for d in found] == [
-        ("near_cycle", 800, 0, 250, "weak"), ("near_cycle", 1000, 150, 400, "strong")]
+        ("near_cycle", 800, 0, 250, "weak"), ("near_cycle", 1000, 0, 250, "strong")]
     assert NEAR_SEED_COST == 2
     assert found[0]["evidence"] == {"period": 250, "coverage": 548 / 600, "exact": 550}
 
@@ -393,14 +394,16 @@ def test_a_unit_with_an_inner_repeat_is_found_by_its_votes(impl: str) -> None:
     for its first four earlier occurrences makes 20 the next candidate (tolerance 4), and its
     window of 600 at 1,800 is covered by two segments: [1200, 1208) at lag 16 (" the " four
     times back; 8 code points, too short to place the cut) and [1208, 1799) at lag 20 across 8
-    skipped code points (the cut: the segment's own start is 1207): 6 + 581 = 587 after the seed
-    costs (the loop starts at 1,118; its second copy at 1,138)."""
+    skipped code points (the segment's own start is 1207): 6 + 581 = 587 after the seed
+    costs (the loop starts at 1,118; its second copy at 1,138).  The cut walks back from 1207
+    while the copy before it is exact (:func:`near_walk_back`)."""
     from test_quality_probe import quality
 
     sample = quality.make_loop("loop_ascii", 1, 2, period=20, noise=0.015625)
     assert (sample.loop_start, sample.first_repeat) == (1118, 1138)
     found = detect(sample.text, N_ONLY, impl, channel="reasoning")
-    assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1207)]
+    # the cut walks back while t[c - 1] == t[c - 21]: from 1207 to 1186 (t[1185] != t[1165]: an edit)
+    assert [(d["kind"], d["position"], d["cut"]) for d in found][:1] == [("near_cycle", 1800, 1186)]
     assert found[0]["evidence"] == {"period": 20, "coverage": 587 / 600, "exact": 130}
     assert found[0]["strength"] == "weak"  # N did not hold at 1,600
 

@@ -1608,6 +1608,16 @@ cdef class ChannelStream:
         ev.strong = strong
         ev.coverage = <double>covered / <double>w
 
+    cdef int64_t _near_walk_back(self, int64_t cut, Py_ssize_t p) noexcept nogil:
+        """_reference.near_walk_back down to ``n - span - link`` (what the buffer keeps)."""
+        cdef int64_t floor = self.n - max(2 * self.n_lim, self.nmin_w, self.nrw) - self.n_link
+        cdef int64_t base = self.base
+        if floor < 0:
+            floor = 0
+        while cut - 1 - p >= floor and self._at(<Py_ssize_t>(cut - 1 - base)) == self._at(<Py_ssize_t>(cut - 1 - p - base)):
+            cut -= 1
+        return cut
+
     cdef int64_t _near_extend(self, int64_t e, int64_t n, int64_t q, int64_t c, Py_ssize_t p, Py_ssize_t tol,
                               int64_t* gaps, int64_t* run) noexcept nogil:
         """_reference.near_extend from ``e`` up to ``n`` at lag ``q``, comparing at lag ``c``
@@ -2078,6 +2088,7 @@ cdef class ChannelStream:
             return 0
         if <double>self._record_chars(hi - w, hi) >= self.nrec * <double>w:
             return 2
+        cut = self._near_walk_back(cut, p)
         self._near_report(ev, cut, p, covered, w, self.n_exact, self.n_whole)
         return 1
 

@@ -356,6 +356,21 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
     return e, gaps
 
 
+def near_walk_back(t: str, cut: int, p: int, floor: int) -> int:
+    """N's cut moved back while the code point before it equals the one a period before that:
+    ``cut -= 1`` while ``cut - 1 - p >= floor`` and ``t[cut - 1] == t[cut - 1 - p]`` (the loop
+    began before the window N measured; the cut lands on the start of its second copy, so one
+    copy is kept).  ``floor`` bounds the walk to the text both implementations keep (a window
+    and a link before the checkpoint).
+
+    >>> near_walk_back("x" + "ab" * 10, 15, 2, 0)
+    3
+    """
+    while cut - 1 - p >= floor and t[cut - 1] == t[cut - 1 - p]:
+        cut -= 1
+    return cut
+
+
 #: The lag share counts a nearest lag within the tolerance of up to this many periods: where a
 #: copy was edited, the k-grams there (and the anchors they select) next occur one or more
 #: copies further back.  A short unit at 5 % noise has an edit in most copies: about half of a
@@ -1029,6 +1044,10 @@ class ChannelStream:
             return "no"
         if record_chars(t, hi - w, hi) >= self.near_max_record_share * w:
             return "records"
+        max_p, div = self.near_max_period, self.near_tolerance
+        lim = max_p + near_tolerance(max_p, div)
+        span = max(2 * lim, self.near_min_window, self.near_recurrence_window)
+        cut = near_walk_back(t, cut, p, max(0, n - span - link))
         return self._map(max(0, cut - p)), self._map(cut), {
             "period": p, "coverage": covered / w, "exact": self._near_exact, "strong": self._near_whole}
 

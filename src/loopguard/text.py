@@ -260,7 +260,7 @@ class TextLoopDetector:
         entry = self._weak.get(channel)
         if entry is None:
             return 0
-        stream = self._streams.get(channel) or self._closed.get(channel)
+        stream: Any = self._streams.get(channel) or self._closed.get(channel)
         mark = stream.masked_length // self.config.check_every
         if mark != entry[2]:  # the hit count moves only at checkpoints
             entry[2] = mark
@@ -280,7 +280,7 @@ class TextLoopDetector:
                     self._strong.add(channel)
                     self._weak.pop(channel, None)
                 else:
-                    stream = self._streams.get(channel) or self._closed.get(channel)
+                    stream: Any = self._streams.get(channel) or self._closed.get(channel)
                     self._weak[channel] = [d, stream.hits["near_cycle"], -1, 1]
         self._detections += found
         return found

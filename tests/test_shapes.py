@@ -1,0 +1,175 @@
+"""Labelled regression cases for the shapes issue 14 names, legitimate and looping, replayed
+through a ``Session`` as a host would (one attempt, 16-code-point deltas, default profile).
+
+Legitimate shapes (traces, enumerations, templated sentences with new numbers, an answer written
+twice, checklists, shared-prefix and templated lists, a base64 payload with a zero region, a table
+of few cell values) are never cut.  Loops (a phrase rotation, a shrinking unit, a blank run after
+a finished answer, a digit runaway) are cut, at the offset computed by hand in each test: one
+copy of the loop is kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+
+import pytest
+
+from loopguard import Session
+
+
+def replay(text: str, channel: str = "reasoning") -> tuple[str, int | None, object]:
+    """``(action, at, verdict)``: the first stop (``cut``/``cancel``) or else the first notice,
+    ``at`` = the end of the delta that returned it; ``("allow", None, None)`` when neither."""
+    s = Session("shapes")
+    s.start_turn()
+    s.start_attempt()
+    notice = None
+    for i in range(0, len(text), 16):
+        v = s.feed(text[i:i + 16], channel)
+        if v.stop:
+            return v.action, i + 16, v
+        if v.action == "notice" and notice is None:
+            notice = (v.action, i + 16, v)
+    end = s.end_attempt()
+    if end.stop:
+        return end.action, len(text), end
+    return notice or ("allow", None, None)
+
+
+def _prose(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    words = ("the value we need is given by a short argument so that each step follows from the "
+             "previous one and nothing else is assumed here about which case comes first").split()
+    out = " ".join(rng.choice(words) for _ in range(n // 4))
+    return (out[:n - 2] + ". ").capitalize()
+
+
+# ------------------------------------------------------------------ legitimate
+
+
+def _trace() -> str:
+    s = "[hello ]+ hello, world!!_ hi"
+    lines = ["Step-by-step removal:\n"]
+    for ch in s[:-1]:
+        s = s[1:]
+        lines.append(f"- After processing '{ch}', `tmp` becomes '{s}'.\n")
+    return _prose(300, 1) + "".join(lines) + "So the result is 'i'.\n"
+
+
+def _case_enumeration() -> str:
+    cases = "".join(f"If $p = {p}$, then $p^2 + 2 = {p * p + 2}$, which is {'prime' if p % 3 else 'divisible by 3'}.\n"
+                    for p in (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47))
+    return _prose(300, 2) + cases + "Hence only $p = 3$ works.\n"
+
+
+def _search() -> str:
+    rows = "".join(f"For $x={x}$, we get $b={x * x - 3 * x + 1}$, which is still too small.\n" for x in range(2, 30))
+    return _prose(200, 3) + rows + "For $x=30$ we get $b=811$, which works.\n"
+
+
+def _answer_twice() -> str:
+    reasoning = _prose(900, 4)
+    return '```json\n{\n    "reasoning": "' + reasoning + '",\n    "answer": "7"\n}\n```\n\n' + reasoning + " So the answer is 7."
+
+
+def _checklist() -> str:
+    return "Before merging, each reviewer ticks:\n" + "- [ ] I ran the full test suite locally\n" * 12 + "Thanks!\n"
+
+
+def _shared_prefix() -> str:
+    names = ["parse", "render", "load", "save", "merge", "split", "flush", "index", "scan", "open", "close", "seek"]
+    return _prose(200, 5) + "".join(f"- The helper in utils/io.py that we call before every {n} step returns None\n"
+                                    for n in names)
+
+
+def _numbered_template() -> str:
+    return _prose(200, 6) + "".join(f"{i}. Open data/part_{i:02d}.csv, check that its header has 7 columns and "
+                                    f"note its row count ({1000 + 37 * i}).\n" for i in range(1, 21))
+
+
+def _base64_payload() -> str:
+    rng = random.Random(7)
+    blob = bytes(rng.randrange(256) for _ in range(300)) + bytes(330) + bytes(rng.randrange(256) for _ in range(300))
+    b64 = base64.b64encode(blob).decode()
+    lines = "\n".join(b64[i:i + 76] for i in range(0, len(b64), 76))
+    return "The attachment, base64:\n" + lines + "\nThat is the whole file.\n"
+
+
+def _few_value_table() -> str:
+    rng = random.Random(8)
+    rows = "".join("| " + " | ".join(rng.choice("01") for _ in range(6)) + " |\n" for _ in range(60))
+    return "Truth table:\n| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n" + rows
+
+
+LEGITIMATE = {
+    "trace": _trace,
+    "case_enumeration": _case_enumeration,
+    "templated_search": _search,
+    "answer_written_twice": _answer_twice,
+    "checklist": _checklist,
+    "shared_prefix_list": _shared_prefix,
+    "numbered_template_list": _numbered_template,
+    "base64_zero_region": _base64_payload,
+    "few_value_table": _few_value_table,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEGITIMATE))
+@pytest.mark.parametrize("channel", ["reasoning", "text"])
+def test_legitimate_shapes_are_never_cut(name: str, channel: str) -> None:
+    action, at, verdict = replay(LEGITIMATE[name](), channel)
+    assert action in ("allow", "notice"), (name, at, verdict)
+
+
+def test_the_base64_zero_region_is_a_long_run_of_one_character() -> None:
+    """The payload really has the shape: 330 zero bytes are a run of 440 ``A`` (minus the line
+    breaks every 76)."""
+    text = _base64_payload()
+    assert "A" * 70 in text and text.count("A") >= 440
+
+
+# ------------------------------------------------------------------ loops
+
+
+def test_phrase_rotation_is_cut_at_its_first_phrase() -> None:
+    """``Now. OK. Wait. Hmm. So.`` picked at random (no period): P cuts where the pooled phrases
+    begin, right after the prose (300 code points)."""
+    rng = random.Random(9)
+    prose = _prose(300, 9)
+    text = prose + " ".join(rng.choice(["Now.", "OK.", "Wait.", "Hmm.", "So."]) for _ in range(400))
+    action, at, verdict = replay(text)
+    assert action == "cut" and verdict.detection.kind == "pool"
+    assert verdict.detection.cut == len(prose)
+
+
+def test_a_shrinking_unit_is_cut() -> None:
+    """A unit that mutates and shrinks: ``abc`` x 60, ``abcde`` x 60, ``ab`` x 100, then ``a``
+    until the end.  It is cut, and nothing before the loop (the prose) is removed."""
+    prose = _prose(300, 10)
+    text = prose + "abc" * 60 + "abcde" * 60 + "ab" * 100 + "a" * 2000
+    action, at, verdict = replay(text)
+    assert action == "cut" and verdict.detection.cut >= len(prose)
+
+
+@pytest.mark.parametrize("blank", ["\n", " "])
+def test_a_blank_run_after_a_finished_answer_is_cut_after_one_blank(blank: str) -> None:
+    """The answer ends at ``A`` (after its full stop); blanks follow to the token limit.  Period 1:
+    N's cut walks back while the code point before it equals the one before that, to ``A + 1``
+    (one blank kept)."""
+    answer = _prose(400, 11) + "The final answer is 42."
+    text = answer + blank * 3000
+    action, at, verdict = replay(text, "text")
+    assert action == "cut" and verdict.detection.kind == "near_cycle"
+    assert verdict.detection.cut == len(answer) + 1
+    assert at <= len(answer) + 1200  # a window of 600 blanks covered, then one checkpoint to confirm
+
+
+@pytest.mark.parametrize("digit", ["0", "3"])
+def test_a_digit_runaway_is_cut_after_its_first_digit(digit: str) -> None:
+    """``12.5`` then one digit to the token limit: cut at the run's start + 1."""
+    head = _prose(400, 12) + "The value is 12.5"
+    text = head + digit * 3000
+    action, at, verdict = replay(text)
+    assert action == "cut"
+    assert verdict.detection.cut == len(head) + 1 - (head.endswith(digit))
