@@ -377,7 +377,8 @@ def test_the_default_profile_tunes_ngram_and_the_seed_profiles_do_not() -> None:
 
     assert PROFILE_OVERRIDES == {"default": {"ngram": 40, "pool_skip_key_value": True, "pool_min_occurrences": 2,
                                              "pool_max_distinct": 16, "pool_max_phrase_chars": 64,
-                                             "lowdiv_max_data_share": 0.8, "cycle_min_period": 2}}
+                                             "lowdiv_max_data_share": 0.8, "cycle_min_period": 2,
+                                             "fence_repeat_lines": 8}}
     assert [TextConfig(p).lowdiv_art_max_alnum for p in ("default", "fuse", "rescue")] == [0.0, 0.0, 0.0]
     assert [TextConfig(p).cycle_min_period for p in ("default", "fuse", "rescue")] == [2, 16, 16]
     assert [TextConfig(p).lowdiv_max_data_share for p in ("default", "fuse", "rescue")] == [0.8, 1.0, 1.0]

@@ -173,3 +173,51 @@ def test_a_digit_runaway_is_cut_after_its_first_digit(digit: str) -> None:
     action, at, verdict = replay(text)
     assert action == "cut"
     assert verdict.detection.cut == len(head) + 1 - (head.endswith(digit))
+
+
+# ------------------------------------------------------------------ loops inside code fences
+
+_FENCE_PRE = "Here is the code you asked for, with the printing loop unrolled as requested:\n"
+_FENCE_LINE = '    std::cout << "value: " << x << std::endl;\n'
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_a_loop_inside_a_code_fence_is_seen_after_eight_copies(impl: str) -> None:
+    """One code line emitted 200 times in a ``cpp`` fence on the text channel.  Fenced code is
+    masked, but (``default``) a line repeated ``fence_repeat_lines`` (8) times in a row is shown to the detectors
+    from its 8th copy on.  By hand: the prose is t[0:78] (its newline at 77), the fence opener
+    78..84, copy j (1-based) of the 46-code-point line starts at 85 + 46 (j - 1), so the
+    detectors see copy 8 (407) on right after the prose.  C's periodic suffix reaches back to
+    the prose's newline (t 77, the same code point as the line's own newline); it is 723 >= 600
+    long at the checkpoint t = 800, which is copy 16 (407 + 15 * 46 = 1097) + 32 = 1129; cut =
+    t 77 + 46 = 123, the last code point of copy 8: 407 + 45 = 452."""
+    from helpers import detect
+    from loopguard import TextConfig
+
+    assert TextConfig().fence_repeat_lines == 8 and TextConfig("rescue").fence_repeat_lines == 0
+    assert len(_FENCE_PRE) == 78 and len(_FENCE_LINE) == 46
+    text = _FENCE_PRE + "```cpp\n" + _FENCE_LINE * 200 + "```\n"
+    found = detect(text, "default", impl, channel="text")
+    assert [(d["kind"], d["position"], d["start"], d["cut"]) for d in found][:1] == [("cycle", 1129, 77, 452)]
+
+
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_seven_copies_data_rows_and_varied_code_stay_masked(impl: str) -> None:
+    """Seven identical code lines in a row (under the 8), rows of a zero table (no letters) and
+    ordinary code: nothing reaches the detectors, nothing fires."""
+    from helpers import detect
+
+    seven = "```cpp\n" + (_FENCE_LINE * 7 + "    x += 1;\n") * 40 + "```\n"
+    zeros = "```c\nint table[] = {\n" + "    0, 0, 0, 0, 0, 0, 0, 0,\n" * 200 + "};\n```\n"
+    varied = "```python\n" + "".join(f"    total_{i} = compute_value({i}, scale=factor_{i % 7})\n" for i in range(200)) + "```\n"
+    for body in (seven, zeros, varied):
+        assert detect(_FENCE_PRE + body + "That is all.\n", "default", impl, channel="text") == []
+
+
+def test_a_session_cuts_a_fenced_loop_on_the_text_channel() -> None:
+    text = _FENCE_PRE + "```cpp\n" + _FENCE_LINE * 200 + "```\n"
+    action, at, verdict = replay(text, "text")
+    assert action == "cut" and verdict.detection.kind == "cycle" and verdict.detection.cut == 452
+    # a code line reaches the detectors at its newline: copy 16's is at 1097 + 45 = 1142, in the
+    # delta 1136..1152
+    assert at == 1152

@@ -11,6 +11,7 @@ class ChannelStream:
         self,
         *,
         mask_code: bool,
+        fence_repeat_lines: int,
         check_every: int,
         e_on: bool,
         min_chars: int,

@@ -25,7 +25,7 @@ from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIN
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memmove, memset
+from libc.string cimport memcmp, memcpy, memmove, memset
 cimport cython
 
 ctypedef uint32_t cp_t  # one Unicode code point
@@ -79,6 +79,11 @@ cdef Py_ssize_t SALAD_WORD = _reference.SALAD_WORD
 cdef Py_ssize_t SALAD_GATE = _reference.SALAD_GATE
 cdef double SALAD_MAX_DIGITS = _reference.SALAD_MAX_DIGITS
 cdef int64_t NEAR_WHOLE_CAP = _reference.NEAR_WHOLE_CAP
+cdef Py_ssize_t FENCE_MIN_CHARS = _reference.FENCE_MIN_CHARS
+cdef Py_ssize_t FENCE_MIN_LETTERS = _reference.FENCE_MIN_LETTERS
+cdef enum:
+    FENCE_MAX_LINE = 256  # the code-line buffers; _reference.FENCE_MAX_LINE
+assert FENCE_MAX_LINE == _reference.FENCE_MAX_LINE
 # N's constants (_reference.NEAR_*; checked equal below)
 cdef enum:
     NEAR_CHUNK = 256  # positions N hashes before linking their anchors
@@ -317,6 +322,12 @@ cdef class ChannelStream:
     cdef int64_t m_pending_pos
     cdef cp_t m_pending_char, m_fence_char
     cdef Py_ssize_t m_fence_len, cl_run
+    # repeated code lines inside a fence (_reference.fence_line_counts, fence_repeat_lines)
+    cdef cp_t fl_line[FENCE_MAX_LINE]
+    cdef cp_t fl_prev[FENCE_MAX_LINE]
+    cdef Py_ssize_t fl_len, fl_prev_len, fl_blank, fl_letters, fl_run, fence_rep
+    cdef bint fl_over
+    cdef int64_t fl_start
     cdef int cl_state
     # ---- sentences and the phrase pool
     cdef int64_t s_begin, s_last
@@ -408,6 +419,7 @@ cdef class ChannelStream:
             self.nkeys[k] = 0x10000
         _reference.check_params(params)
         self.mask_code = params["mask_code"]
+        self.fence_rep = params["fence_repeat_lines"]
         self.check_every = params["check_every"]
         self.e_on = params["e_on"]
         self.min_chars = params["min_chars"]
@@ -779,6 +791,9 @@ cdef class ChannelStream:
                 self.m_in_code = True
                 self.cl_state = 0
                 self.cl_run = 0
+                self._fence_line_reset(pos + 1)
+                self.fl_prev_len = -1
+                self.fl_run = 0
             elif self.m_opening_run and c == self.m_fence_char:
                 self.m_fence_len += 1
             else:
@@ -789,9 +804,21 @@ cdef class ChannelStream:
                 if (self.cl_state == 1 or self.cl_state == 2) and self.cl_run >= self.m_fence_len:
                     self.m_in_code = False
                     self.m_line_start = True
+                else:
+                    self._fence_line_end(pos)
                 self.cl_state = 0
                 self.cl_run = 0
-            elif self.cl_state == 0:
+                return
+            if self.fl_len < FENCE_MAX_LINE:
+                self.fl_line[self.fl_len] = c
+                self.fl_len += 1
+            else:
+                self.fl_over = True
+            if is_space(c):
+                self.fl_blank += 1
+            elif is_alnum(c) and not (48 <= c <= 57):
+                self.fl_letters += 1
+            if self.cl_state == 0:
                 if c == self.m_fence_char:
                     self.cl_state = 1
                     self.cl_run = 1
@@ -831,6 +858,33 @@ cdef class ChannelStream:
             self.m_line_start = True
         elif c != 32 and c != 9:
             self.m_line_start = False
+
+    cdef inline void _fence_line_reset(self, int64_t start) noexcept nogil:
+        self.fl_len = 0
+        self.fl_blank = 0
+        self.fl_letters = 0
+        self.fl_over = False
+        self.fl_start = start
+
+    cdef void _fence_line_end(self, int64_t pos) noexcept nogil:
+        """A code line ended at ``pos`` (its newline), not the closing fence: a line repeated
+        ``fence_repeat_lines`` times in a row is emitted, with its newline (_reference._take)."""
+        cdef Py_ssize_t j
+        cdef bint counts = (not self.fl_over and self.fl_len - self.fl_blank >= FENCE_MIN_CHARS
+                            and self.fl_letters >= FENCE_MIN_LETTERS)
+        if counts and self.fl_prev_len == self.fl_len and \
+                memcmp(self.fl_line, self.fl_prev, <size_t>self.fl_len * sizeof(cp_t)) == 0:
+            self.fl_run += 1
+        else:
+            self.fl_run = 1 if counts else 0
+            if counts:
+                memcpy(self.fl_prev, self.fl_line, <size_t>self.fl_len * sizeof(cp_t))
+            self.fl_prev_len = self.fl_len if counts else -1
+        if 0 < self.fence_rep <= self.fl_run:
+            for j in range(self.fl_len):
+                self._emit(self.fl_line[j], self.fl_start + j)
+            self._emit(10, pos)
+        self._fence_line_reset(pos + 1)
 
     cdef inline void _emit(self, cp_t c, int64_t pos) noexcept nogil:
         """Append one character to ``t`` and run the per-character detectors."""

@@ -390,6 +390,32 @@ def near_tolerance(period: int, divisor: int) -> int:
     return max(NEAR_MIN_TOL, min(NEAR_SHORT_TOL, period // 4), period // divisor)
 
 
+#: Inside a fenced code block (text channel), a code line identical to the previous ones
+#: ``fence_repeat_lines`` times in a row (this copy included; 8 in ``default``, 0 = off) is passed
+#: to the detectors, from this copy on -- when it has at most this many code points, at least
+#: FENCE_MIN_CHARS of them not blank and at
+#: least FENCE_MIN_LETTERS letters (``0, 0, 0, 0,`` rows of a data table never count).
+FENCE_MAX_LINE = 256
+FENCE_MIN_CHARS = 8
+FENCE_MIN_LETTERS = 3
+
+
+def fence_line_counts(line: str) -> bool:
+    """Whether a code line (without its newline) can count towards a repeated run inside a fence:
+    ``len(line) <= FENCE_MAX_LINE``, at least ``FENCE_MIN_CHARS`` code points that are not blanks
+    (``str.isspace``) and at least ``FENCE_MIN_LETTERS`` letters (alphanumeric, not an ASCII
+    digit).
+
+    >>> fence_line_counts('    std::cout << x << std::endl;'), fence_line_counts('    0, 0, 0, 0, 0, 0,')
+    (True, False)
+    """
+    if len(line) > FENCE_MAX_LINE:
+        return False
+    blank = sum(1 for ch in line if ch.isspace())
+    letters = sum(1 for ch in line if ch.isalnum() and ch not in _DIGITS)
+    return len(line) - blank >= FENCE_MIN_CHARS and letters >= FENCE_MIN_LETTERS
+
+
 def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
     """True for list items, table rows and block quotes (SPEC §2.5), and with
     ``skip_key_value`` for ``key: value`` data lines (loopguard's ``default`` profile)."""
@@ -461,7 +487,7 @@ def smallest_periods(s: str) -> list[int]:
 
 #: The parameters of :class:`ChannelStream` (all keyword-only and required).
 PARAMS = (
-    "mask_code", "check_every",
+    "mask_code", "fence_repeat_lines", "check_every",
     "e_on", "min_chars", "window", "history", "repeats",
     "l_on", "lowdiv_window", "ngram", "lowdiv_max_unique", "lowdiv_min_repeat", "lowdiv_max_data_share",
     "lowdiv_art_max_alnum",
@@ -494,6 +520,7 @@ INT_RANGES = {
     "near_ngram": (1, 64), "near_min_period": (1, 16_000), "near_max_period": (1, 16_000),
     "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000), "near_recurrence_window": (1, 32_000),
     "salad_window": (1, 100_000), "salad_max_unique": (1, 1_000_000),
+    "fence_repeat_lines": (0, 1_000_000),
 }
 
 
@@ -558,6 +585,7 @@ class ChannelStream:
     def __init__(self, **params: Any) -> None:
         check_params(params)
         self.mask_code: bool = params["mask_code"]
+        self.fence_repeat_lines: int = params["fence_repeat_lines"]
         self.check_every: int = params["check_every"]
         self.e_on, self.min_chars, self.window = params["e_on"], params["min_chars"], params["window"]
         self.history, self.repeats = params["history"], params["repeats"]
@@ -608,6 +636,9 @@ class ChannelStream:
         self._fence_char = ""
         self._fence_len = 0
         self._code_line: list[str] = []  # current line inside a fence
+        self._code_start = 0  # original offset of its first code point
+        self._code_prev = ""  # the code line before it
+        self._code_run = 0  # how many identical counting code lines end with the previous one
         self._opening_line = False  # dropping the rest of an opening fence line
         self._opening_run = False  # still inside the opening run of fence characters
         # detector state
@@ -697,6 +728,7 @@ class ChannelStream:
                 self._opening_line = False
                 self._in_code = True
                 self._code_line = []
+                self._code_start, self._code_prev, self._code_run = pos + 1, "", 0
             elif self._opening_run and ch == self._fence_char:
                 self._fence_len += 1
             else:
@@ -706,12 +738,27 @@ class ChannelStream:
             if ch != "\n":
                 self._code_line.append(ch)
                 return
-            line = "".join(self._code_line).strip(" \t")
+            raw = "".join(self._code_line)
+            line = raw.strip(" \t")
             self._code_line = []
             run = len(line) - len(line.lstrip(self._fence_char))
             if run >= self._fence_len and not line[run:].strip():
                 self._in_code = False
                 self._line_start = True
+                return
+            # a code line repeated fence_repeat_lines times in a row is shown to the detectors
+            # (from that copy on, with its newline): a loop inside a fence needs more evidence,
+            # never none
+            if fence_line_counts(raw) and raw == self._code_prev:
+                self._code_run += 1
+            else:
+                self._code_run = 1 if fence_line_counts(raw) else 0
+            self._code_prev = raw
+            if 0 < self.fence_repeat_lines <= self._code_run:
+                for j, c in enumerate(raw):
+                    self._emit(self._code_start + j, c, out)
+                self._emit(pos, "\n", out)
+            self._code_start = pos + 1
             return
         if self._pending:
             fence = self._pending[0][1]

@@ -78,6 +78,7 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "pool_max_phrase_chars": 64,
         "lowdiv_max_data_share": 0.8,
         "cycle_min_period": 2,
+        "fence_repeat_lines": 8,
     }
 }
 
@@ -123,6 +124,9 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     # T -- token salad (loopguard's own; off in the seed profiles)
     "salad_window": (600, 1, 100_000),
     "salad_max_unique": (32, 1, _BIG),
+    # masking: a code line repeated this many times in a row inside a fence is shown to the
+    # detectors (0: fenced code is masked whole, as SPEC §2.6 and the seeds)
+    "fence_repeat_lines": (0, 0, _BIG),
     # policy
     "fuse_hits_before_action": (2, 1, _BIG),
 }
@@ -197,7 +201,10 @@ class TextConfig:
     copies of varying length), ``near_min_recurrence`` (0.95); T (token salad):
     ``salad_window`` (600), ``salad_max_unique`` (32), ``salad_max_alnum`` (0.25),
     ``salad_max_space`` (0.5); ``skip_code_blocks``
-    (True: fenced code is masked on the text channel), ``fuse_hits_before_action`` (2), ``watch``
+    (True: fenced code is masked on the text channel), ``fence_repeat_lines`` (0; 8 in
+    ``default``: a code line repeated that many times in a row inside a fence is shown to the
+    detectors from that copy on, so a loop in code needs more evidence, never none; 0 = masked
+    whole), ``fuse_hits_before_action`` (2), ``watch``
     (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the profile's
     kinds; a collection of kind names or seed letters).
 
@@ -265,6 +272,7 @@ class TextConfig:
     salad_window: int
     salad_max_unique: int
     near_tolerance: int
+    fence_repeat_lines: int
     fuse_hits_before_action: int
 
     def __init__(self, profile: str = "default", **overrides: Any) -> None:
@@ -348,6 +356,7 @@ class TextConfig:
         on = self.enabled
         return {
             "mask_code": self.skip_code_blocks and channel == "text",
+            "fence_repeat_lines": self.fence_repeat_lines,
             "check_every": self.check_every,
             "e_on": "exact_tail" in on,
             "min_chars": self.min_chars,
