@@ -67,7 +67,7 @@ def test_a_salad_by_hand(impl: str) -> None:
     assert sum(ch.isspace() for ch in text[:600]) < 300
     found = detect(text, T_ONLY, impl, channel="reasoning")
     assert [(d["kind"], d["position"], d["start"], d["cut"]) for d in found] == [("salad", 600, 39, 39)]
-    assert found[0]["evidence"] == {"unique": 21, "alnum": 30 / 600}
+    assert found[0]["evidence"] == {"unit": "symbol", "unique": 21, "alnum": 30 / 600}
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])

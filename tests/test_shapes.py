@@ -3,8 +3,8 @@ through a ``Session`` as a host would (one attempt, 16-code-point deltas, defaul
 
 Legitimate shapes (traces, enumerations, templated sentences with new numbers, an answer written
 twice, checklists, shared-prefix and templated lists, a base64 payload with a zero region, a table
-of few cell values) are never cut.  Loops (a phrase rotation, a shrinking unit, a blank run after
-a finished answer, a digit runaway) are cut, at the offset computed by hand in each test: one
+of few cell values, code made of a few identifiers) are never cut.  Loops (a phrase rotation, a shrinking unit, a blank run after
+a finished answer, a digit runaway, a salad of a few words) are cut, at the offset computed by hand in each test: one
 copy of the loop is kept.
 """
 
@@ -102,7 +102,18 @@ def _few_value_table() -> str:
     return "Truth table:\n| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n" + rows
 
 
+def _code_identifiers() -> str:
+    """Unfenced code made of a handful of identifiers (``ds``, ``copy``, ``deep``, ``z``...)."""
+    body = "".join(f'print("\\n{e}:")\n{v} = {e}\ncheck_dtype({v}, "{e}")\n' for e, v in [
+        ("ds.copy()", "ds_copy"), ("ds.copy(deep=True)", "ds_deep_copy"), ("ds.z", "ds_z"),
+        ("ds.z.copy()", "ds_z_copy"), ("ds.z.copy(deep=True)", "ds_z_deep_copy"),
+        ("copy.copy(ds)", "ds_copy2"), ("copy.deepcopy(ds)", "ds_deepcopy"),
+        ("copy.copy(ds.z)", "ds_z_copy2"), ("copy.deepcopy(ds.z)", "ds_z_deepcopy")])
+    return _prose(200, 16) + "Run this:\n" + body
+
+
 LEGITIMATE = {
+    "code_identifiers": _code_identifiers,
     "trace": _trace,
     "case_enumeration": _case_enumeration,
     "templated_search": _search,
@@ -150,6 +161,27 @@ def test_a_shrinking_unit_is_cut() -> None:
     text = prose + "abc" * 60 + "abcde" * 60 + "ab" * 100 + "a" * 2000
     action, at, verdict = replay(text)
     assert action == "cut" and verdict.detection.cut >= len(prose)
+
+
+@pytest.mark.parametrize("sep", [" ", ", ", "\n", "，"])
+@pytest.mark.parametrize("words", [2, 5, 8])
+def test_a_word_salad_is_cut_at_its_first_word(sep: str, words: int) -> None:
+    """2, 5 or 8 words picked at random (no period), after 300 code points of prose: T's word
+    salad cuts where the salad begins, right after the prose.  One word per line makes each
+    word a phrase: P (the phrase pool) sees the rotation first and cuts at the same place."""
+    rng = random.Random(17 + words)
+    vocab = ["wait", "okay", "hmm", "right", "maybe", "yes", "then", "no"][:words]
+    prose = _prose(300, 17)
+    assert not set(vocab) & set(prose.lower().replace(".", " ").split())
+    text = prose + sep.join(rng.choice(vocab) for _ in range(500))
+    action, at, verdict = replay(text)
+    assert action == "cut" and verdict.detection.cut == len(prose), (action, verdict)
+    if sep == "\n":
+        assert verdict.detection.kind == "pool"
+    else:
+        assert verdict.detection.kind == "salad"
+        assert verdict.detection.evidence["unit"] == "word" and verdict.detection.evidence["unique"] == words
+    assert at <= len(prose) + 800  # 60 words, then the next checkpoint
 
 
 @pytest.mark.parametrize("blank", ["\n", " "])

@@ -38,6 +38,7 @@ cdef extern from "<assert.h>" nogil:
 
 cdef extern from "Python.h":
     bint Py_UNICODE_ISALNUM(Py_UCS4 ch) nogil
+    bint Py_UNICODE_ISDIGIT(Py_UCS4 ch) nogil
     object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
 
 # ------------------------------------------------------------------ constants
@@ -78,6 +79,12 @@ cdef Py_ssize_t RECORD_MAX_LINE = _reference.RECORD_MAX_LINE
 cdef Py_ssize_t SALAD_WORD = _reference.SALAD_WORD
 cdef Py_ssize_t SALAD_GATE = _reference.SALAD_GATE
 cdef double SALAD_MAX_DIGITS = _reference.SALAD_MAX_DIGITS
+cdef int64_t SALAD_WORD_WINDOW = _reference.SALAD_WORD_WINDOW
+cdef Py_ssize_t SALAD_WORD_REPEAT = _reference.SALAD_WORD_REPEAT
+cdef Py_ssize_t SALAD_PAIRS_PER_WORD = _reference.SALAD_PAIRS_PER_WORD
+cdef int64_t SALAD_MAX_ITEM_LINE = _reference.SALAD_MAX_ITEM_LINE
+cdef enum:
+    SALAD_MAX_TOKENS = 608  # > SALAD_WORD_WINDOW // 2: a token and its separator are >= 2 code points
 cdef int64_t NEAR_WHOLE_CAP = _reference.NEAR_WHOLE_CAP
 cdef Py_ssize_t FENCE_MIN_CHARS = _reference.FENCE_MIN_CHARS
 cdef Py_ssize_t FENCE_MIN_LETTERS = _reference.FENCE_MIN_LETTERS
@@ -196,6 +203,33 @@ cdef inline bint is_alnum(cp_t c) noexcept nogil:
     return Py_UNICODE_ISALNUM(<Py_UCS4>c)
 
 
+cdef extern from *:
+    """
+    static inline int loopcore_popcount64(unsigned long long x) { return __builtin_popcountll(x); }
+    """
+    int popcount64 "loopcore_popcount64"(uint64_t x) nogil
+
+
+cdef inline bint is_sentence_mark(cp_t c) noexcept nogil:
+    """``c in _reference._SENTENCE_MARKS`` (T's word salad: what may separate its words)."""
+    if c < 128:
+        return c == 44 or c == 46 or c == 59 or c == 58 or c == 33 or c == 63 or c == 39 \
+            or c == 34 or c == 45
+    return c == 0x2026 or c == 0x2018 or c == 0x2019 or c == 0x201C or c == 0x201D \
+        or c == 0x2013 or c == 0x2014
+
+
+cdef inline bint is_wide_stop(cp_t c) noexcept nogil:
+    """``c in _reference._WIDE_STOPS`` (CJK full-width stops)."""
+    return c == 0xFF0C or c == 0x3002 or c == 0xFF1B or c == 0xFF1A or c == 0xFF01 \
+        or c == 0xFF1F or c == 0x3001
+
+
+cdef inline bint is_item_marker(cp_t c) noexcept nogil:
+    """``c in _reference._ITEM_MARKERS``."""
+    return c == 45 or c == 42 or c == 43 or c == 0x2022 or c == 62
+
+
 cdef inline uint64_t ipow(uint64_t b, Py_ssize_t e) noexcept nogil:
     cdef uint64_t r = 1
     while e > 0:
@@ -264,7 +298,10 @@ cdef class ChannelStream:
 
     # ---- config
     cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv, n_on, t_on
-    cdef Py_ssize_t salad_w, salad_u
+    cdef Py_ssize_t salad_w, salad_u, salad_mw, salad_minw
+    cdef Py_ssize_t t_open  # brackets open in this paragraph (T's word salad: inside one is data)
+    cdef bint t_blank  # only spaces, tabs or \r since the last \n
+    cdef int64_t t_scan  # t before this offset is counted in t_open
     cdef double salad_alnum, salad_space
     cdef Py_ssize_t check_every, min_chars, window, history, repeats
     cdef int64_t next_cp, next_win  # t lengths of the next checkpoint / S window
@@ -468,6 +505,8 @@ cdef class ChannelStream:
         self.salad_u = params["salad_max_unique"]
         self.salad_alnum = params["salad_max_alnum"]
         self.salad_space = params["salad_max_space"]
+        self.salad_mw = params["salad_max_words"]
+        self.salad_minw = params["salad_min_words"]
         self._allocate()
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
@@ -556,6 +595,8 @@ cdef class ChannelStream:
             self.n_pmask = (<uint64_t>1 << (8 * self.nk)) - 1 if self.nk < 8 else <uint64_t>0xFFFFFFFFFFFFFFFF
         if self.t_on:
             keep = max(keep, self.salad_w + 1)
+            if self.salad_mw:  # the word window, and the block its bracket count reads
+                keep = max(keep, <Py_ssize_t>SALAD_WORD_WINDOW + 1, self.check_every + 1)
         if self.l_on or self.s_on or self.t_on:
             cap_u = 1
             grams = 1
@@ -753,8 +794,10 @@ cdef class ChannelStream:
             elif ev.kind == K_N:
                 evidence = {"period": ev.ev0, "coverage": ev.coverage, "exact": ev.ev3,
                             "strong": bool(ev.strong)}
+            elif ev.kind == K_T and ev.ev3:
+                evidence = {"unit": "word", "unique": ev.ev0, "tokens": ev.ev1}
             elif ev.kind == K_T:
-                evidence = {"unique": ev.ev0, "alnum": <double>ev.ev1 / <double>ev.ev2}
+                evidence = {"unit": "symbol", "unique": ev.ev0, "alnum": <double>ev.ev1 / <double>ev.ev2}
             else:
                 phrases = []
                 for j in range(ev.nphr):
@@ -2190,7 +2233,157 @@ cdef class ChannelStream:
         return covered
 
     cdef bint _salad(self, Event* ev) noexcept nogil:
-        """_reference.ChannelStream._salad: a window of few symbols and no words."""
+        """_reference.ChannelStream._salad: a salad of symbols, else of words."""
+        if self.salad_mw:
+            self._count_brackets()
+        if self._symbol_salad(ev):
+            return True
+        return self.salad_mw != 0 and self._word_salad(ev)
+
+    cdef void _count_brackets(self) noexcept nogil:
+        """_reference.ChannelStream._count_brackets."""
+        cdef int64_t i
+        cdef Py_ssize_t depth = self.t_open
+        cdef bint blank = self.t_blank
+        cdef cp_t c
+        check(self.t_scan >= self.base)
+        for i in range(self.t_scan, self.n):
+            c = self._at(<Py_ssize_t>(i - self.base))
+            if c == 10:
+                if blank:
+                    depth = 0
+                blank = True
+            elif not (c == 32 or c == 9 or c == 13):
+                blank = False
+                if c == 40 or c == 91 or c == 123:
+                    depth += 1
+                elif (c == 41 or c == 93 or c == 125) and depth:
+                    depth -= 1
+        self.t_open = depth
+        self.t_blank = blank
+        self.t_scan = self.n
+
+    cdef inline bint _item_line(self, int64_t start, int64_t end) noexcept nogil:
+        """_reference._item_line over t[start:end]."""
+        cdef int64_t k = start
+        if end - start > SALAD_MAX_ITEM_LINE:
+            return False
+        while k < end and (self._at(<Py_ssize_t>(k - self.base)) == 32 or self._at(<Py_ssize_t>(k - self.base)) == 9):
+            k += 1
+        if k + 1 >= end or not is_item_marker(self._at(<Py_ssize_t>(k - self.base))):
+            return False
+        return self._at(<Py_ssize_t>(k + 1 - self.base)) == 32 or self._at(<Py_ssize_t>(k + 1 - self.base)) == 9
+
+    cdef bint _word_salad(self, Event* ev) noexcept nogil:
+        """_reference.ChannelStream._word_salad: random picks from a handful of words."""
+        cdef int64_t n = self.n, lo, i, j, line_end
+        cdef int64_t tok_start[SALAD_MAX_TOKENS]
+        cdef uint8_t tok_id[SALAD_MAX_TOKENS]
+        cdef int64_t w_start[16]
+        cdef Py_ssize_t w_len[16]
+        cdef Py_ssize_t counts[16]
+        cdef uint64_t pairs[4]
+        cdef uint32_t seen = 0
+        cdef Py_ssize_t ntok = 0, nw = 0, mark = 0, gap = 0, q, k, wid, ln, unique, npairs, b
+        cdef bint spaced = False, digit
+        cdef cp_t c
+        if self.t_open:
+            return False
+        lo = n - SALAD_WORD_WINDOW
+        if lo < 0:
+            lo = 0
+        check(lo >= self.base)
+        line_end = n
+        i = n
+        while i > lo and is_alnum(self._at(<Py_ssize_t>(i - 1 - self.base))):
+            i -= 1  # the last word may go on
+        while True:
+            if i <= lo:
+                if (line_end - lo <= SALAD_MAX_ITEM_LINE) if lo else self._item_line(0, line_end):
+                    ntok = mark
+                break
+            c = self._at(<Py_ssize_t>(i - 1 - self.base))
+            if is_alnum(c):
+                if ntok and not (spaced or (gap == 1 and (self._at(<Py_ssize_t>(i - self.base)) == 39
+                                                          or self._at(<Py_ssize_t>(i - self.base)) == 45
+                                                          or self._at(<Py_ssize_t>(i - self.base)) == 0x2019))):
+                    break  # words glued by symbols: code, a path, a formula
+                j = i - 1
+                while j > lo and is_alnum(self._at(<Py_ssize_t>(j - 1 - self.base))):
+                    j -= 1
+                ln = <Py_ssize_t>(i - j)
+                i = j
+                if j == lo and lo:
+                    continue  # the window cut it
+                digit = False
+                for k in range(ln):
+                    if Py_UNICODE_ISDIGIT(<Py_UCS4>self._at(<Py_ssize_t>(j + k - self.base))):
+                        digit = True
+                        break
+                if digit:
+                    break
+                wid = -1
+                for k in range(nw):
+                    if w_len[k] == ln and self._same(<Py_ssize_t>(w_start[k] - self.base),
+                                                     <Py_ssize_t>(j - self.base), ln):
+                        wid = k
+                        break
+                if wid < 0:
+                    if nw == self.salad_mw:
+                        break
+                    wid = nw
+                    w_start[nw] = j
+                    w_len[nw] = ln
+                    counts[nw] = 0
+                    nw += 1
+                check(ntok < SALAD_MAX_TOKENS)
+                tok_start[ntok] = j
+                tok_id[ntok] = <uint8_t>wid
+                counts[wid] += 1
+                ntok += 1
+                gap = 0
+                spaced = False
+                continue
+            i -= 1
+            if is_space(c) or is_wide_stop(c):
+                spaced = True
+            elif not is_sentence_mark(c):
+                break  # a symbol of code, markup, data or a table
+            gap += 1
+            if c == 10:
+                if self._item_line(i + 1, line_end):
+                    ntok = mark
+                    break
+                mark = ntok
+                line_end = i
+        # tokens run back from the end: the run's first token is the last one kept
+        q = ntok - 1
+        while q >= 0 and counts[tok_id[q]] < SALAD_WORD_REPEAT:
+            q -= 1
+        if q + 1 < self.salad_minw:
+            return False
+        memset(pairs, 0, sizeof(pairs))
+        for k in range(q + 1):
+            seen |= <uint32_t>1 << tok_id[k]
+            if k < q:
+                b = <Py_ssize_t>tok_id[k + 1] * 16 + tok_id[k]
+                pairs[b >> 6] |= <uint64_t>1 << (b & 63)
+        unique = 0
+        for k in range(16):
+            unique += (seen >> k) & 1
+        npairs = 0
+        for k in range(4):
+            npairs += popcount64(pairs[k])
+        if npairs < SALAD_PAIRS_PER_WORD * unique:
+            return False
+        ev.start = ev.cut = self._map(tok_start[q])
+        ev.ev0 = unique
+        ev.ev1 = q + 1
+        ev.ev3 = 1
+        return True
+
+    cdef bint _symbol_salad(self, Event* ev) noexcept nogil:
+        """_reference.ChannelStream._symbol_salad: a window of few symbols and no words."""
         cdef int64_t n = self.n, lo, i, cut
         cdef Py_ssize_t w = self.salad_w, alnum = 0, space = 0, digits = 0, unique, run = 0
         cdef double max_alnum = self.salad_alnum * <double>w, max_space = self.salad_space * <double>w

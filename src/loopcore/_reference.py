@@ -272,6 +272,25 @@ SALAD_GATE = 50
 #: LaTeX enumeration, ``$2 + 1 + 1$, $1 + 2 + 1$, ...``, has few distinct symbols and few
 #: letters but new values), a salad of symbols has none.
 SALAD_MAX_DIGITS = 0.02
+#: T's word salad looks back this many code points (at most half as many tokens fit in it).
+SALAD_WORD_WINDOW = 1200
+#: ... and trims leading tokens whose word occurs fewer times than this in the run (the prose words
+#: the run took in before the salad began).
+SALAD_WORD_REPEAT = 3
+#: ... and needs at least this many distinct word pairs per distinct word: a salad's words follow
+#: one another in no fixed order, a repeated line's (a log, a template) in one order.
+SALAD_PAIRS_PER_WORD = 2
+#: A list item or table row is a line of at most this many code points.
+SALAD_MAX_ITEM_LINE = 256
+#: List item markers: one of these, then a space or a tab, at the start of a line.
+_ITEM_MARKERS = frozenset("-*+•>")
+_OPENERS, _CLOSERS = frozenset("([{"), frozenset(")]}")
+#: What may separate the words of a salad: white space and these marks of prose ...
+_SENTENCE_MARKS = frozenset(",.;:!?\u2026'\"\u2018\u2019\u201c\u201d-\u2013\u2014")
+#: ... (a separator needs a white space, or one of these full-width stops of CJK text,
+_WIDE_STOPS = frozenset("\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001")
+#: ... or is one of these alone: ``don't``, ``well-known``).
+_GLUE = frozenset("'\u2019-")
 
 #: N's smallest lag tolerance: an insertion and a deletion between two copies.
 NEAR_MIN_TOL = 2
@@ -500,6 +519,7 @@ PARAMS = (
     "near_min_lag_share", "near_min_coverage", "near_max_record_share", "near_recurrence_window",
     "near_min_recurrence",
     "t_on", "salad_window", "salad_max_unique", "salad_max_alnum", "salad_max_space",
+    "salad_max_words", "salad_min_words",
 )
 _FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value", "n_on", "t_on"}
 #: Shares in (0, 1] (``near_max_record_share`` may be 1: never hold back; above 1 is refused).
@@ -520,6 +540,8 @@ INT_RANGES = {
     "near_ngram": (1, 64), "near_min_period": (1, 16_000), "near_max_period": (1, 16_000),
     "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000), "near_recurrence_window": (1, 32_000),
     "salad_window": (1, 100_000), "salad_max_unique": (1, 1_000_000),
+    # the word salad's sets are bitmasks of at most 16 words; its run fits SALAD_WORD_WINDOW
+    "salad_max_words": (0, 16), "salad_min_words": (2, 600),
     "fence_repeat_lines": (0, 1_000_000),
 }
 
@@ -563,6 +585,16 @@ def check_params(params: dict[str, Any]) -> None:
             raise TypeError(f"{key} must be a number, not {type(share).__name__}")
         if not 0 < share <= 1:
             raise ValueError(f"{key}={share!r} is out of range (0, 1]")
+
+
+def _item_line(t: str, start: int, end: int) -> bool:
+    """Whether ``t[start:end]`` is a list item line (T's word salad: :data:`SALAD_MAX_ITEM_LINE`)."""
+    if end - start > SALAD_MAX_ITEM_LINE:
+        return False
+    k = start
+    while k < end and t[k] in " \t":
+        k += 1
+    return k + 1 < end and t[k] in _ITEM_MARKERS and t[k + 1] in " \t"
 
 
 class ChannelStream:
@@ -623,6 +655,10 @@ class ChannelStream:
         self.t_on, self.salad_window = params["t_on"], params["salad_window"]
         self.salad_max_unique = params["salad_max_unique"]
         self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
+        self.salad_max_words, self.salad_min_words = params["salad_max_words"], params["salad_min_words"]
+        self._open_brackets = 0  # brackets open in this paragraph (T: inside one is data)
+        self._blank_line = False  # only spaces, tabs or \r since the last \n
+        self._bracket_scan = 0  # t before this offset is counted in _open_brackets
 
         self._t: list[str] = []  # the masked text, one character per item
         self._orig: list[int] = []  # original offset of each character of t
@@ -1176,7 +1212,16 @@ class ChannelStream:
             "period": lag, "coverage": covered / w, "exact": exact, "strong": strong}
 
     def _salad(self, t: str):
-        """T -- token salad: random picks from a few symbols (emoji, kaomoji), no words.
+        """T -- salad: random picks from a handful of symbols (:meth:`_symbol_salad`) or, when
+        ``salad_max_words`` is not 0, of words (:meth:`_word_salad`); no fixed period."""
+        self._count_brackets(t)
+        found = self._symbol_salad(t)
+        if found is None and self.salad_max_words:
+            found = self._word_salad(t)
+        return found
+
+    def _symbol_salad(self, t: str):
+        """A salad of symbols (emoji, kaomoji): no words.
 
         The last ``min(SALAD_GATE, w)`` code points and the window ``t[n-w:n]``,
         ``w = salad_window``, each under ``salad_max_alnum`` alphanumeric; the window with
@@ -1186,7 +1231,7 @@ class ChannelStream:
         ASCII digits.
         ``start = cut`` = the end of the window's last run of at least
         :data:`SALAD_WORD` alphanumeric code points (the last word before the salad), or the
-        window's start.  Evidence: ``unique``, ``alnum`` (the share).
+        window's start.  Evidence: ``unit`` (``"symbol"``), ``unique``, ``alnum`` (the share).
         """
         n, w = len(t), self.salad_window
         if n < w:
@@ -1210,7 +1255,105 @@ class ChannelStream:
             run = run + 1 if t[i].isalnum() else 0
             if run >= SALAD_WORD:
                 cut = i + 1
-        return self._map(cut), self._map(cut), {"unique": unique, "alnum": alnum / w}
+        return self._map(cut), self._map(cut), {"unit": "symbol", "unique": unique, "alnum": alnum / w}
+
+    def _count_brackets(self, t: str) -> None:
+        """Brackets ``([{`` still open at the end of ``t``, counted since the last blank line (a
+        closer with none open is not counted: ``1)``, ``:)``)."""
+        depth, blank = self._open_brackets, self._blank_line
+        for ch in t[self._bracket_scan:]:
+            if ch == "\n":
+                if blank:
+                    depth = 0
+                blank = True
+            elif ch not in " \t\r":
+                blank = False
+                if ch in _OPENERS:
+                    depth += 1
+                elif ch in _CLOSERS and depth:
+                    depth -= 1
+        self._open_brackets, self._blank_line, self._bracket_scan = depth, blank, len(t)
+
+    def _word_salad(self, t: str):
+        """T's word salad: random picks from a handful of words, no fixed order.
+
+        The *run* is the longest suffix of ``t[n - SALAD_WORD_WINDOW:]`` made of word tokens
+        (maximal runs of ``str.isalnum`` code points; one touching ``n`` may go on and is left
+        out) with at most ``salad_max_words`` distinct words, separated as prose separates
+        words: white space (``str.isspace``) and :data:`_SENTENCE_MARKS`, with a white space or
+        a CJK full-width stop (:data:`_WIDE_STOPS`) in each separator, or one
+        :data:`_GLUE` mark alone.  It ends (going back) at any other code point (brackets,
+        ``_``, ``=``, ``|``, ``\\``...: code, markup, data, a table), before a token with a
+        digit (numbers are values: an enumeration), before a separator of marks alone, and at
+        a list item line (at most :data:`SALAD_MAX_ITEM_LINE` code points,
+        starting with ``-``, ``*``, ``+``, ``•`` or ``>`` and a space); the window's first line
+        counts as an item when it may be one (its visible part is that short).  Nothing holds
+        while a bracket is open (:meth:`_count_brackets`: a data literal).  Leading tokens whose
+        word occurs fewer than :data:`SALAD_WORD_REPEAT` times in the run are dropped.  It holds
+        when the run keeps ``salad_min_words`` tokens and at least :data:`SALAD_PAIRS_PER_WORD`
+        distinct pairs of consecutive words per distinct word (a repeated line or template has
+        about one).  ``start = cut`` = the first token of the run.  Evidence: ``unit``
+        (``"word"``), ``unique`` (distinct words), ``tokens``.
+        """
+        if self._open_brackets:
+            return None
+        n = len(t)
+        lo = max(0, n - SALAD_WORD_WINDOW)
+        tokens: list[tuple[int, str]] = []  # (start, word), from the end back
+        words: set[str] = set()
+        mark, line_end, i = 0, n, n
+        while i > lo and t[i - 1].isalnum():  # the last word may go on
+            i -= 1
+        gap, spaced = 0, False  # the separator after the token the walk reaches next
+        while True:
+            if i <= lo:
+                if (line_end - lo <= SALAD_MAX_ITEM_LINE) if lo else _item_line(t, 0, line_end):
+                    del tokens[mark:]
+                break
+            ch = t[i - 1]
+            if ch.isalnum():
+                if tokens and not (spaced or (gap == 1 and t[i] in _GLUE)):
+                    break  # words glued by symbols: code, a path, a formula
+                j = i - 1
+                while j > lo and t[j - 1].isalnum():
+                    j -= 1
+                word, i = t[j:i], j
+                if j == lo and lo:
+                    continue  # the window cut it
+                if any(c.isdigit() for c in word):
+                    break
+                if word not in words:
+                    if len(words) == self.salad_max_words:
+                        break
+                    words.add(word)
+                tokens.append((j, word))
+                gap, spaced = 0, False
+                continue
+            i -= 1
+            if ch.isspace() or ch in _WIDE_STOPS:
+                spaced = True
+            elif ch not in _SENTENCE_MARKS:
+                break  # a symbol of code, markup, data or a table
+            gap += 1
+            if ch == "\n":
+                if _item_line(t, i + 1, line_end):
+                    del tokens[mark:]
+                    break
+                mark, line_end = len(tokens), i
+        tokens.reverse()
+        counts = Counter(word for _, word in tokens)
+        k = 0
+        while k < len(tokens) and counts[tokens[k][1]] < SALAD_WORD_REPEAT:
+            k += 1
+        run = [word for _, word in tokens[k:]]
+        if len(run) < self.salad_min_words:
+            return None
+        unique = len(set(run))
+        if len(set(zip(run, run[1:]))) < SALAD_PAIRS_PER_WORD * unique:
+            return None
+        cut = tokens[k][0]
+        return self._map(cut), self._map(cut), {"unit": "word", "unique": unique, "tokens": len(run)}
+
 
     def _pool(self, t: str):
         sentences = split_sentences(t, self.pool_skip_key_value)

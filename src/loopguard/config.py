@@ -121,9 +121,12 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     "near_min_window": (600, 1, 100_000),
     "near_tolerance": (16, 1, _BIG),
     "near_recurrence_window": (1000, 1, 32_000),
-    # T -- token salad (loopguard's own; off in the seed profiles)
+    # T -- salad of symbols or words (loopguard's own; off in the seed profiles)
     "salad_window": (600, 1, 100_000),
     "salad_max_unique": (32, 1, _BIG),
+    # T's word salad: at most this many distinct words (0: off), in a run of this many tokens
+    "salad_max_words": (8, 0, 16),
+    "salad_min_words": (60, 2, 600),
     # masking: a code line repeated this many times in a row inside a fence is shown to the
     # detectors (0: fenced code is masked whole, as SPEC §2.6 and the seeds)
     "fence_repeat_lines": (0, 0, _BIG),
@@ -200,7 +203,8 @@ class TextConfig:
     ``near_max_record_share`` (0.5), ``near_recurrence_window`` (1000: restarts,
     copies of varying length), ``near_min_recurrence`` (0.95); T (token salad):
     ``salad_window`` (600), ``salad_max_unique`` (32), ``salad_max_alnum`` (0.25),
-    ``salad_max_space`` (0.5); ``skip_code_blocks``
+    ``salad_max_space`` (0.5), ``salad_max_words`` (8; 0: no word salad, at most 16),
+    ``salad_min_words`` (60, at most 600); ``skip_code_blocks``
     (True: fenced code is masked on the text channel), ``fence_repeat_lines`` (0; 8 in
     ``default``: a code line repeated that many times in a row inside a fence is shown to the
     detectors from that copy on, so a loop in code needs more evidence, never none; 0 = masked
@@ -271,6 +275,8 @@ class TextConfig:
     near_recurrence_window: int
     salad_window: int
     salad_max_unique: int
+    salad_max_words: int
+    salad_min_words: int
     near_tolerance: int
     fence_repeat_lines: int
     fuse_hits_before_action: int
@@ -405,6 +411,8 @@ class TextConfig:
             "salad_max_unique": self.salad_max_unique,
             "salad_max_alnum": self.salad_max_alnum,
             "salad_max_space": self.salad_max_space,
+            "salad_max_words": self.salad_max_words,
+            "salad_min_words": self.salad_min_words,
         }
 
     def __eq__(self, other: object) -> bool:

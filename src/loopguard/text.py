@@ -229,7 +229,7 @@ class TextLoopDetector:
     def action_required(self, channel: str | None = None) -> bool:
         """Whether the detections call for action (SPEC §2.6).
 
-        C/P (the 003 "rescue" family) and T (salad: no words at all) call for action
+        C/P (the 003 "rescue" family) and T (salad: of symbols or of a few words) call for action
         at their first hit; N (near_cycle) once one of its detections is strong (its
         weak ones are notices: :attr:`Detection.strength`); E/L/S (the 002 "fuse"
         family) once some fuse detector has held at ``fuse_hits_before_action``
