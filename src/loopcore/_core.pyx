@@ -83,6 +83,7 @@ cdef int64_t SALAD_WORD_WINDOW = _reference.SALAD_WORD_WINDOW
 cdef Py_ssize_t SALAD_WORD_REPEAT = _reference.SALAD_WORD_REPEAT
 cdef Py_ssize_t SALAD_PAIRS_PER_WORD = _reference.SALAD_PAIRS_PER_WORD
 cdef int64_t SALAD_MAX_ITEM_LINE = _reference.SALAD_MAX_ITEM_LINE
+cdef int64_t SALAD_BRACKET_REACH = _reference.SALAD_BRACKET_REACH
 cdef enum:
     SALAD_MAX_TOKENS = 608  # > SALAD_WORD_WINDOW // 2: a token and its separator are >= 2 code points
 cdef int64_t NEAR_WHOLE_CAP = _reference.NEAR_WHOLE_CAP
@@ -299,9 +300,6 @@ cdef class ChannelStream:
     # ---- config
     cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv, n_on, t_on
     cdef Py_ssize_t salad_w, salad_u, salad_mw, salad_minw
-    cdef Py_ssize_t t_open  # brackets open in this paragraph (T's word salad: inside one is data)
-    cdef bint t_blank  # only spaces, tabs or \r since the last \n
-    cdef int64_t t_scan  # t before this offset is counted in t_open
     cdef double salad_alnum, salad_space
     cdef Py_ssize_t check_every, min_chars, window, history, repeats
     cdef int64_t next_cp, next_win  # t lengths of the next checkpoint / S window
@@ -595,8 +593,8 @@ cdef class ChannelStream:
             self.n_pmask = (<uint64_t>1 << (8 * self.nk)) - 1 if self.nk < 8 else <uint64_t>0xFFFFFFFFFFFFFFFF
         if self.t_on:
             keep = max(keep, self.salad_w + 1)
-            if self.salad_mw:  # the word window, and the block its bracket count reads
-                keep = max(keep, <Py_ssize_t>SALAD_WORD_WINDOW + 1, self.check_every + 1)
+            if self.salad_mw:  # the word window, and how far back it looks for an open bracket
+                keep = max(keep, <Py_ssize_t>(SALAD_WORD_WINDOW + SALAD_BRACKET_REACH) + 1)
         if self.l_on or self.s_on or self.t_on:
             cap_u = 1
             grams = 1
@@ -1720,65 +1718,11 @@ cdef class ChannelStream:
         """_reference.near_extend from ``e`` up to ``n`` at lag ``q``, comparing at lag ``c``
         first; returns the end, sets ``gaps``; ``run`` is ``[piece start, longest exact piece,
         a piece as long as its lag]``."""
-        cdef int64_t a = 0, L = 0, hit, base = self.base
-        cdef Py_ssize_t g, j, r, k = self.nk
-        cdef int64_t tries[10]
-        cdef cp_t c1, c2
-        gaps[0] = 0
-        while e < n:
-            c1 = self._at(<Py_ssize_t>(e - base))
-            c2 = self._at(<Py_ssize_t>(e - c - base))
-            if c1 == c2:
-                e += 1
-                continue
-            if e - run[0] > run[1]:  # an exact piece ends here
-                run[1] = e - run[0]
-            if e - run[0] >= min(c, NEAR_WHOLE_CAP):
-                run[2] = 1
-            if (48 <= c1 <= 57) and (48 <= c2 <= 57) and not self._digits_back(e, c):
-                return e  # a number that changes: an enumeration, not noise
-            hit = 0
-            tries[0] = q
-            tries[1] = q + 1
-            tries[2] = q - 1
-            tries[3] = q + 2
-            tries[4] = q - 2
-            tries[5] = q + p
-            tries[6] = q + p + 1
-            tries[7] = q + p - 1
-            tries[8] = q + p + 2
-            tries[9] = q + p - 2
-            for g in range(NEAR_GAP + 1):
-                a = e + g
-                for r in range(10):
-                    L = tries[r]
-                    if g == 0 and L == c:
-                        continue
-                    if not ((p - tol <= L <= p + tol) or (2 * (p - tol) <= L <= 2 * (p + tol) and L <= self.n_link)):
-                        continue
-                    if L < 1 or a + k > n or a - L < 0:
-                        continue
-                    j = 0
-                    while j < k and self._at(<Py_ssize_t>(a + j - base)) == self._at(<Py_ssize_t>(a + j - L - base)):
-                        j += 1
-                    if j == k:
-                        hit = L
-                        break
-                if hit:
-                    break
-            if not hit:
-                return e
-            gaps[0] += g
-            e = a + k
-            c = hit
-            run[0] = a  # the next exact piece begins at the resynchronisation
-            if p - tol <= hit <= p + tol:
-                q = hit
-        if e - run[0] > run[1]:
-            run[1] = e - run[0]
-        if e - run[0] >= min(c, NEAR_WHOLE_CAP):
-            run[2] = 1
-        return e
+        if self.width == 1:
+            return near_extend_chunk(<const uint8_t*>self.buf, self, e, n, q, c, p, tol, gaps, run)
+        if self.width == 2:
+            return near_extend_chunk(<const uint16_t*>self.buf, self, e, n, q, c, p, tol, gaps, run)
+        return near_extend_chunk(<const uint32_t*>self.buf, self, e, n, q, c, p, tol, gaps, run)
 
     cdef bint _digits_back(self, int64_t e, int64_t c) noexcept nogil:
         """Whether ``[e - c, e)`` is all ASCII digits (_reference.near_extend: the copy is itself
@@ -2168,18 +2112,19 @@ cdef class ChannelStream:
         Returns 1 when it fires, 2 when the window is record lines, 0 otherwise."""
         cdef int64_t n = self.n, hi = self.n, cut = -1, end = 0
         cdef Py_ssize_t w, covered
-        cdef double need
+        cdef double need, floor
         w = max(2 * p, self.nmin_w)
         self.n_covered = 0
         if n < w:
             return 0
         need = self.ncov * <double>w
-        covered = self._near_cover(p, tol, n, w, &cut, &end)
+        floor = min(need - <double>self.check_every, NEAR_PENDING_KEEP * <double>w)
+        covered = self._near_cover(p, tol, n, w, &cut, &end, floor)
         if <double>covered < need and 2 * self.nk <= n - end < self.check_every and end >= w and \
                 <double>(covered + (n - end)) >= need:
             # the copies ended inside the last block: the window that ends with them
             hi = end
-            covered = self._near_cover(p, tol, hi, w, &cut, &end)
+            covered = self._near_cover(p, tol, hi, w, &cut, &end, floor)
         self.n_covered = covered
         if cut < 0 or <double>covered < need:
             return 0
@@ -2190,10 +2135,11 @@ cdef class ChannelStream:
         return 1
 
     cdef Py_ssize_t _near_cover(self, Py_ssize_t p, Py_ssize_t tol, int64_t hi, Py_ssize_t w,
-                                int64_t* cut_out, int64_t* end_out) noexcept nogil:
+                                int64_t* cut_out, int64_t* end_out, double floor) noexcept nogil:
         """_reference.ChannelStream._near_cover: the coverage walk over ``[hi - w, hi)``;
         returns the covered code points (after the seed costs), sets the cut (the first
-        segment of at least 2k; -1: none) and the end (of the last such segment)."""
+        segment of at least 2k; -1: none) and the end (of the last such segment).  It stops
+        (cut -1) once ``covered + (hi - done)`` is below ``floor``."""
         cdef int64_t i, lo = hi - w, s, e, done, cut = -1, q, c, gaps, last = hi - w
         cdef int64_t run[3]
         cdef Py_ssize_t k = self.nk, covered = 0
@@ -2205,6 +2151,10 @@ cdef class ChannelStream:
         for i in range(max(lo, k - 1), hi):
             if i < done or self.n_last[i & self.n_lmask] == 0:
                 continue
+            if <double>(covered + (hi - done)) < floor:
+                cut = -1
+                last = lo
+                break
             c = self._near_lag(i, p, tol)
             q = c
             if c == 0:  # the copy one period back was edited here: two periods back
@@ -2234,34 +2184,36 @@ cdef class ChannelStream:
 
     cdef bint _salad(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._salad: a salad of symbols, else of words."""
-        if self.salad_mw:
-            self._count_brackets()
         if self._symbol_salad(ev):
             return True
         return self.salad_mw != 0 and self._word_salad(ev)
 
-    cdef void _count_brackets(self) noexcept nogil:
-        """_reference.ChannelStream._count_brackets."""
-        cdef int64_t i
-        cdef Py_ssize_t depth = self.t_open
-        cdef bint blank = self.t_blank
+    cdef bint _inside_brackets(self, int64_t end) noexcept nogil:
+        """_reference._inside_brackets(t, end)."""
+        cdef int64_t k, stop = end - SALAD_BRACKET_REACH
+        cdef Py_ssize_t depth = 0
+        cdef bint after_newline = False
         cdef cp_t c
-        check(self.t_scan >= self.base)
-        for i in range(self.t_scan, self.n):
-            c = self._at(<Py_ssize_t>(i - self.base))
+        if stop < 0:
+            stop = 0
+        check(stop >= self.base)
+        k = end - 1
+        while k >= stop:
+            c = self._at(<Py_ssize_t>(k - self.base))
+            k -= 1
             if c == 10:
-                if blank:
-                    depth = 0
-                blank = True
+                if after_newline:
+                    return False
+                after_newline = True
             elif not (c == 32 or c == 9 or c == 13):
-                blank = False
-                if c == 40 or c == 91 or c == 123:
+                after_newline = False
+                if c == 41 or c == 93 or c == 125:
                     depth += 1
-                elif (c == 41 or c == 93 or c == 125) and depth:
+                elif c == 40 or c == 91 or c == 123:
+                    if not depth:
+                        return True
                     depth -= 1
-        self.t_open = depth
-        self.t_blank = blank
-        self.t_scan = self.n
+        return False
 
     cdef inline bint _item_line(self, int64_t start, int64_t end) noexcept nogil:
         """_reference._item_line over t[start:end]."""
@@ -2287,8 +2239,6 @@ cdef class ChannelStream:
         cdef Py_ssize_t ntok = 0, nw = 0, mark = 0, gap = 0, q, k, wid, ln, unique, npairs, b
         cdef bint spaced = False, digit
         cdef cp_t c
-        if self.t_open:
-            return False
         lo = n - SALAD_WORD_WINDOW
         if lo < 0:
             lo = 0
@@ -2317,7 +2267,8 @@ cdef class ChannelStream:
                     continue  # the window cut it
                 digit = False
                 for k in range(ln):
-                    if Py_UNICODE_ISDIGIT(<Py_UCS4>self._at(<Py_ssize_t>(j + k - self.base))):
+                    c = self._at(<Py_ssize_t>(j + k - self.base))
+                    if (48 <= c <= 57) if c < 128 else Py_UNICODE_ISDIGIT(<Py_UCS4>c):
                         digit = True
                         break
                 if digit:
@@ -2375,6 +2326,8 @@ cdef class ChannelStream:
         for k in range(4):
             npairs += popcount64(pairs[k])
         if npairs < SALAD_PAIRS_PER_WORD * unique:
+            return False
+        if self._inside_brackets(tok_start[q]):
             return False
         ev.start = ev.cut = self._map(tok_start[q])
         ev.ev0 = unique
@@ -2553,6 +2506,81 @@ cdef inline void cycle_hash_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t co
             h -= buf[idx + x - ck] * out
         ring[(i + x) & mask] = <uint16_t>(h >> 48)
     st.hc = h
+
+
+cdef inline int64_t near_extend_chunk(const cu_t* buf, ChannelStream st, int64_t e, int64_t n, int64_t q,
+                                      int64_t c, Py_ssize_t p, Py_ssize_t tol, int64_t* gaps,
+                                      int64_t* run) noexcept nogil:
+    """ChannelStream._near_extend over the buffer's code units (``buf[x - base]`` is t[x])."""
+    cdef int64_t a = 0, L = 0, hit, base = st.base, link = st.n_link
+    cdef Py_ssize_t g, j, r, k = st.nk, nt
+    cdef int64_t tries[10]
+    cdef int64_t valid[10]
+    cdef uint32_t c1, c2
+    check(e - c - base >= 0 and n - base <= st.blen)
+    gaps[0] = 0
+    while e < n:
+        c1 = buf[e - base]
+        c2 = buf[e - c - base]
+        if c1 == c2:
+            e += 1
+            continue
+        if e - run[0] > run[1]:  # an exact piece ends here
+            run[1] = e - run[0]
+        if e - run[0] >= min(c, NEAR_WHOLE_CAP):
+            run[2] = 1
+        if (48 <= c1 <= 57) and (48 <= c2 <= 57) and not st._digits_back(e, c):
+            return e  # a number that changes: an enumeration, not noise
+        tries[0] = q
+        tries[1] = q + 1
+        tries[2] = q - 1
+        tries[3] = q + 2
+        tries[4] = q - 2
+        tries[5] = q + p
+        tries[6] = q + p + 1
+        tries[7] = q + p - 1
+        tries[8] = q + p + 2
+        tries[9] = q + p - 2
+        # the lags worth a try, in order (the same for every gap but the first's lag c)
+        nt = 0
+        for r in range(10):
+            L = tries[r]
+            if not ((p - tol <= L <= p + tol) or (2 * (p - tol) <= L <= 2 * (p + tol) and L <= link)):
+                continue
+            if L < 1:
+                continue
+            valid[nt] = L
+            nt += 1
+        hit = 0
+        for g in range(NEAR_GAP + 1):
+            a = e + g
+            if a + k > n:
+                break  # (every later gap fails this too)
+            for r in range(nt):
+                L = valid[r]
+                if (g == 0 and L == c) or a - L < 0:
+                    continue
+                j = 0
+                while j < k and buf[a + j - base] == buf[a + j - L - base]:
+                    j += 1
+                if j == k:
+                    hit = L
+                    break
+            if hit:
+                break
+        if not hit:
+            return e
+        gaps[0] += g
+        e = a + k
+        c = hit
+        run[0] = a  # the next exact piece begins at the resynchronisation
+        if p - tol <= hit <= p + tol:
+            q = hit
+    if e - run[0] > run[1]:
+        run[1] = e - run[0]
+    if e - run[0] >= min(c, NEAR_WHOLE_CAP):
+        run[2] = 1
+    return e
 
 
 cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, int64_t i,

@@ -280,6 +280,8 @@ SALAD_WORD_REPEAT = 3
 #: ... and needs at least this many distinct word pairs per distinct word: a salad's words follow
 #: one another in no fixed order, a repeated line's (a log, a template) in one order.
 SALAD_PAIRS_PER_WORD = 2
+#: ... and looks this far back for an open bracket (a data literal, :func:`_inside_brackets`).
+SALAD_BRACKET_REACH = 4 * SALAD_WORD_WINDOW
 #: A list item or table row is a line of at most this many code points.
 SALAD_MAX_ITEM_LINE = 256
 #: List item markers: one of these, then a space or a tab, at the start of a line.
@@ -587,6 +589,29 @@ def check_params(params: dict[str, Any]) -> None:
             raise ValueError(f"{key}={share!r} is out of range (0, 1]")
 
 
+def _inside_brackets(t: str, end: int) -> bool:
+    """Whether ``t[:end]`` ends inside an open bracket ``( [ {`` of its paragraph: going back
+    at most :data:`SALAD_BRACKET_REACH` code points, and not past a blank line (``\\n``, then
+    only spaces, tabs or ``\\r``, then ``\\n``), an opener no closer after it matches.  (The
+    same as counting forward from the paragraph's start, a closer with none open ignored.)"""
+    depth, after_newline = 0, False  # after_newline: only blanks since a \n (to the right)
+    for k in range(end - 1, max(0, end - SALAD_BRACKET_REACH) - 1, -1):
+        ch = t[k]
+        if ch == "\n":
+            if after_newline:
+                return False
+            after_newline = True
+        elif ch not in " \t\r":
+            after_newline = False
+            if ch in _CLOSERS:
+                depth += 1
+            elif ch in _OPENERS:
+                if not depth:
+                    return True
+                depth -= 1
+    return False
+
+
 def _item_line(t: str, start: int, end: int) -> bool:
     """Whether ``t[start:end]`` is a list item line (T's word salad: :data:`SALAD_MAX_ITEM_LINE`)."""
     if end - start > SALAD_MAX_ITEM_LINE:
@@ -656,9 +681,6 @@ class ChannelStream:
         self.salad_max_unique = params["salad_max_unique"]
         self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
         self.salad_max_words, self.salad_min_words = params["salad_max_words"], params["salad_min_words"]
-        self._open_brackets = 0  # brackets open in this paragraph (T: inside one is data)
-        self._blank_line = False  # only spaces, tabs or \r since the last \n
-        self._bracket_scan = 0  # t before this offset is counted in _open_brackets
 
         self._t: list[str] = []  # the masked text, one character per item
         self._orig: list[int] = []  # original offset of each character of t
@@ -1115,13 +1137,16 @@ class ChannelStream:
         if n < w:
             return "no"
         need = self.near_min_coverage * w
-        covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, n, w)
+        # below this the walk's exact coverage decides nothing (it fails here, the retry below
+        # and the pending keep): a walk that can no longer reach it stops (the cost on prose)
+        floor = min(need - self.check_every, NEAR_PENDING_KEEP * w)
+        covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, n, w, floor)
         hi = n
         k = self.near_ngram
         if covered < need and 2 * k <= n - end < self.check_every and end >= w and covered + (n - end) >= need:
             # the copies ended inside the last block: the window that ends with them
             hi = end
-            covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, hi, w)
+            covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, hi, w, floor)
         self._near_covered = covered
         if cut < 0 or covered < need:
             return "no"
@@ -1134,11 +1159,14 @@ class ChannelStream:
         return self._map(max(0, cut - p)), self._map(cut), {
             "period": p, "coverage": covered / w, "exact": self._near_exact, "strong": self._near_whole}
 
-    def _near_cover(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int, hi: int, w: int):
+    def _near_cover(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int, hi: int, w: int,
+                    floor: float = 0.0):
         """The coverage walk over the window ``t[hi-w:hi]``: ``(covered, cut, end)``: ``cut`` the
         start of the first segment at least ``2k`` long (-1: none), ``end`` the end of the last
         one (``hi - w``: none; shorter segments are chance k-grams, as in the prose after a
-        loop).  Sets ``_near_exact``: the longest exact piece of the walk (a stretch equal to
+        loop).  The walk stops with ``(covered, -1, hi - w)`` as soon as ``covered + (hi -
+        done)`` (what it can still reach: a segment walks back at most to ``done``) is below
+        ``floor``.  Sets ``_near_exact``: the longest exact piece of the walk (a stretch equal to
         the text one lag back throughout: its segments split at each skipped edit)."""
         k = self.near_ngram
         lo = hi - w
@@ -1149,6 +1177,9 @@ class ChannelStream:
                 break
             if i < max(lo, done):
                 continue
+            if covered + (hi - done) < floor:
+                self._near_exact, self._near_whole = run[1], run[2]
+                return covered, -1, lo
             c = next((i - j for j in before(i) if abs(i - j - p) <= tol), 0)
             q = c
             if c == 0:  # the copy one period back was edited here: two periods back
@@ -1214,7 +1245,6 @@ class ChannelStream:
     def _salad(self, t: str):
         """T -- salad: random picks from a handful of symbols (:meth:`_symbol_salad`) or, when
         ``salad_max_words`` is not 0, of words (:meth:`_word_salad`); no fixed period."""
-        self._count_brackets(t)
         found = self._symbol_salad(t)
         if found is None and self.salad_max_words:
             found = self._word_salad(t)
@@ -1257,23 +1287,6 @@ class ChannelStream:
                 cut = i + 1
         return self._map(cut), self._map(cut), {"unit": "symbol", "unique": unique, "alnum": alnum / w}
 
-    def _count_brackets(self, t: str) -> None:
-        """Brackets ``([{`` still open at the end of ``t``, counted since the last blank line (a
-        closer with none open is not counted: ``1)``, ``:)``)."""
-        depth, blank = self._open_brackets, self._blank_line
-        for ch in t[self._bracket_scan:]:
-            if ch == "\n":
-                if blank:
-                    depth = 0
-                blank = True
-            elif ch not in " \t\r":
-                blank = False
-                if ch in _OPENERS:
-                    depth += 1
-                elif ch in _CLOSERS and depth:
-                    depth -= 1
-        self._open_brackets, self._blank_line, self._bracket_scan = depth, blank, len(t)
-
     def _word_salad(self, t: str):
         """T's word salad: random picks from a handful of words, no fixed order.
 
@@ -1288,15 +1301,13 @@ class ChannelStream:
         a list item line (at most :data:`SALAD_MAX_ITEM_LINE` code points,
         starting with ``-``, ``*``, ``+``, ``•`` or ``>`` and a space); the window's first line
         counts as an item when it may be one (its visible part is that short).  Nothing holds
-        while a bracket is open (:meth:`_count_brackets`: a data literal).  Leading tokens whose
+        inside an open bracket (:func:`_inside_brackets`: a data literal).  Leading tokens whose
         word occurs fewer than :data:`SALAD_WORD_REPEAT` times in the run are dropped.  It holds
         when the run keeps ``salad_min_words`` tokens and at least :data:`SALAD_PAIRS_PER_WORD`
         distinct pairs of consecutive words per distinct word (a repeated line or template has
         about one).  ``start = cut`` = the first token of the run.  Evidence: ``unit``
         (``"word"``), ``unique`` (distinct words), ``tokens``.
         """
-        if self._open_brackets:
-            return None
         n = len(t)
         lo = max(0, n - SALAD_WORD_WINDOW)
         tokens: list[tuple[int, str]] = []  # (start, word), from the end back
@@ -1352,6 +1363,8 @@ class ChannelStream:
         if len(set(zip(run, run[1:]))) < SALAD_PAIRS_PER_WORD * unique:
             return None
         cut = tokens[k][0]
+        if _inside_brackets(t, cut):
+            return None
         return self._map(cut), self._map(cut), {"unit": "word", "unique": unique, "tokens": len(run)}
 
 
