@@ -9,6 +9,10 @@ detector with the profile under test; detectors keep running after a detection
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
+from pathlib import Path
+
 import pytest
 
 import loopcore
@@ -79,6 +83,48 @@ def test_profiles_en_1m(benchmark, profile: str) -> None:
     text = stream("en", 1_000_000)
     benchmark.extra_info.update(chars=len(text), impl="cython", stream="en", profile=profile)
     benchmark(_run_bulk, "cython", profile, text)
+
+
+_BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "bench"
+
+
+@lru_cache(maxsize=1)
+def real_clean_records(total: int = 1_000_000) -> tuple[str, ...]:
+    """The first clean records of ``../shared/data/real/bench`` (files in name order) until
+    ``total`` code points: real text, one generation per stream (issue 14's cost on real text)."""
+    out: list[str] = []
+    n = 0
+    for path in sorted(_BENCH.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                record = json.loads(line)
+                if record["looping"] is False and n < total:
+                    out.append(record["text"])
+                    n += len(record["text"])
+    if not out:
+        raise FileNotFoundError(f"no clean records under {_BENCH} (the shared data is missing)")
+    return tuple(out)
+
+
+def _run_records(profile: str, texts: tuple[str, ...]) -> int:
+    params = TextConfig(profile).stream_params("reasoning")
+    cls = loopcore.implementation("cython").ChannelStream
+    n = 0
+    for text in texts:
+        s = cls(**params)
+        n += len(s.feed(text)) + len(s.finish())
+    return n
+
+
+@needs_core
+@pytest.mark.benchmark(group="profiles-real")
+@pytest.mark.parametrize("profile", ["rescue", "default"])
+def test_profiles_real_1m(benchmark, profile: str) -> None:
+    """1M code points of clean bench records, a new stream per record (the target: ``default``
+    within 1.5x ``rescue``; ``python benchmarks/report.py`` prints the ratio)."""
+    texts = real_clean_records()
+    benchmark.extra_info.update(chars=sum(map(len, texts)), impl="cython", stream="real", profile=profile)
+    benchmark(_run_records, profile, texts)
 
 
 def _run_api(parts: tuple[str, ...]) -> int:

@@ -2228,112 +2228,11 @@ cdef class ChannelStream:
 
     cdef bint _word_salad(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._word_salad: random picks from a handful of words."""
-        cdef int64_t n = self.n, lo, i, j, line_end
-        cdef int64_t tok_start[SALAD_MAX_TOKENS]
-        cdef uint8_t tok_id[SALAD_MAX_TOKENS]
-        cdef int64_t w_start[16]
-        cdef Py_ssize_t w_len[16]
-        cdef Py_ssize_t counts[16]
-        cdef uint64_t pairs[4]
-        cdef uint32_t seen = 0
-        cdef Py_ssize_t ntok = 0, nw = 0, mark = 0, gap = 0, q, k, wid, ln, unique, npairs, b
-        cdef bint spaced = False, digit
-        cdef cp_t c
-        lo = n - SALAD_WORD_WINDOW
-        if lo < 0:
-            lo = 0
-        check(lo >= self.base)
-        line_end = n
-        i = n
-        while i > lo and is_alnum(self._at(<Py_ssize_t>(i - 1 - self.base))):
-            i -= 1  # the last word may go on
-        while True:
-            if i <= lo:
-                if (line_end - lo <= SALAD_MAX_ITEM_LINE) if lo else self._item_line(0, line_end):
-                    ntok = mark
-                break
-            c = self._at(<Py_ssize_t>(i - 1 - self.base))
-            if is_alnum(c):
-                if ntok and not (spaced or (gap == 1 and (self._at(<Py_ssize_t>(i - self.base)) == 39
-                                                          or self._at(<Py_ssize_t>(i - self.base)) == 45
-                                                          or self._at(<Py_ssize_t>(i - self.base)) == 0x2019))):
-                    break  # words glued by symbols: code, a path, a formula
-                j = i - 1
-                while j > lo and is_alnum(self._at(<Py_ssize_t>(j - 1 - self.base))):
-                    j -= 1
-                ln = <Py_ssize_t>(i - j)
-                i = j
-                if j == lo and lo:
-                    continue  # the window cut it
-                digit = False
-                for k in range(ln):
-                    c = self._at(<Py_ssize_t>(j + k - self.base))
-                    if (48 <= c <= 57) if c < 128 else Py_UNICODE_ISDIGIT(<Py_UCS4>c):
-                        digit = True
-                        break
-                if digit:
-                    break
-                wid = -1
-                for k in range(nw):
-                    if w_len[k] == ln and self._same(<Py_ssize_t>(w_start[k] - self.base),
-                                                     <Py_ssize_t>(j - self.base), ln):
-                        wid = k
-                        break
-                if wid < 0:
-                    if nw == self.salad_mw:
-                        break
-                    wid = nw
-                    w_start[nw] = j
-                    w_len[nw] = ln
-                    counts[nw] = 0
-                    nw += 1
-                check(ntok < SALAD_MAX_TOKENS)
-                tok_start[ntok] = j
-                tok_id[ntok] = <uint8_t>wid
-                counts[wid] += 1
-                ntok += 1
-                gap = 0
-                spaced = False
-                continue
-            i -= 1
-            if is_space(c) or is_wide_stop(c):
-                spaced = True
-            elif not is_sentence_mark(c):
-                break  # a symbol of code, markup, data or a table
-            gap += 1
-            if c == 10:
-                if self._item_line(i + 1, line_end):
-                    ntok = mark
-                    break
-                mark = ntok
-                line_end = i
-        # tokens run back from the end: the run's first token is the last one kept
-        q = ntok - 1
-        while q >= 0 and counts[tok_id[q]] < SALAD_WORD_REPEAT:
-            q -= 1
-        if q + 1 < self.salad_minw:
-            return False
-        memset(pairs, 0, sizeof(pairs))
-        for k in range(q + 1):
-            seen |= <uint32_t>1 << tok_id[k]
-            if k < q:
-                b = <Py_ssize_t>tok_id[k + 1] * 16 + tok_id[k]
-                pairs[b >> 6] |= <uint64_t>1 << (b & 63)
-        unique = 0
-        for k in range(16):
-            unique += (seen >> k) & 1
-        npairs = 0
-        for k in range(4):
-            npairs += popcount64(pairs[k])
-        if npairs < SALAD_PAIRS_PER_WORD * unique:
-            return False
-        if self._inside_brackets(tok_start[q]):
-            return False
-        ev.start = ev.cut = self._map(tok_start[q])
-        ev.ev0 = unique
-        ev.ev1 = q + 1
-        ev.ev3 = 1
-        return True
+        if self.width == 1:
+            return word_salad_walk(<const uint8_t*>self.buf, self, ev)
+        if self.width == 2:
+            return word_salad_walk(<const uint16_t*>self.buf, self, ev)
+        return word_salad_walk(<const uint32_t*>self.buf, self, ev)
 
     cdef bint _symbol_salad(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._symbol_salad: a window of few symbols and no words."""
@@ -2581,6 +2480,126 @@ cdef inline int64_t near_extend_chunk(const cu_t* buf, ChannelStream st, int64_t
     if e - run[0] >= min(c, NEAR_WHOLE_CAP):
         run[2] = 1
     return e
+
+
+cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) noexcept nogil:
+    """ChannelStream._word_salad over the buffer's code units (``buf[x - base]`` is t[x])."""
+    cdef int64_t n = st.n, lo, i, j, line_end, base = st.base
+    cdef int64_t tok_start[SALAD_MAX_TOKENS]
+    cdef uint8_t tok_id[SALAD_MAX_TOKENS]
+    cdef int64_t w_start[16]
+    cdef uint64_t w_hash[16]
+    cdef uint64_t h
+    cdef Py_ssize_t w_len[16]
+    cdef Py_ssize_t counts[16]
+    cdef uint64_t pairs[4]
+    cdef uint32_t seen = 0
+    cdef Py_ssize_t ntok = 0, nw = 0, mark = 0, gap = 0, q, k, wid, ln, unique, npairs, b, m
+    cdef bint spaced = False, digit
+    cdef uint32_t c
+    lo = n - SALAD_WORD_WINDOW
+    if lo < 0:
+        lo = 0
+    check(lo >= st.base)
+    line_end = n
+    i = n
+    while i > lo and is_alnum(buf[i - 1 - base]):
+        i -= 1  # the last word may go on
+    while True:
+        if i <= lo:
+            if (line_end - lo <= SALAD_MAX_ITEM_LINE) if lo else st._item_line(0, line_end):
+                ntok = mark
+            break
+        c = buf[i - 1 - base]
+        if is_alnum(c):
+            if ntok and not (spaced or (gap == 1 and (buf[i - base] == 39
+                                                      or buf[i - base] == 45
+                                                      or buf[i - base] == 0x2019))):
+                break  # words glued by symbols: code, a path, a formula
+            # the word, read back once: its extent, a hash, whether it has a digit
+            j = i
+            h = 0
+            digit = False
+            while j > lo:
+                c = buf[j - 1 - base]
+                if c < 128:
+                    if not ((48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122)):
+                        break
+                    digit = digit or c <= 57
+                elif Py_UNICODE_ISALNUM(<Py_UCS4>c):
+                    digit = digit or Py_UNICODE_ISDIGIT(<Py_UCS4>c)
+                else:
+                    break
+                h = h * HB + c
+                j -= 1
+            ln = <Py_ssize_t>(i - j)
+            i = j
+            if j == lo and lo:
+                continue  # the window cut it
+            if digit:
+                break
+            wid = -1
+            for k in range(nw):
+                if w_hash[k] == h and w_len[k] == ln and st._same(<Py_ssize_t>(w_start[k] - base),
+                                                                  <Py_ssize_t>(j - base), ln):
+                    wid = k
+                    break
+            if wid < 0:
+                if nw == st.salad_mw:
+                    break
+                wid = nw
+                w_start[nw] = j
+                w_len[nw] = ln
+                w_hash[nw] = h
+                counts[nw] = 0
+                nw += 1
+            check(ntok < SALAD_MAX_TOKENS)
+            tok_start[ntok] = j
+            tok_id[ntok] = <uint8_t>wid
+            counts[wid] += 1
+            ntok += 1
+            gap = 0
+            spaced = False
+            continue
+        i -= 1
+        if is_space(c) or is_wide_stop(c):
+            spaced = True
+        elif not is_sentence_mark(c):
+            break  # a symbol of code, markup, data or a table
+        gap += 1
+        if c == 10:
+            if st._item_line(i + 1, line_end):
+                ntok = mark
+                break
+            mark = ntok
+            line_end = i
+    # tokens run back from the end: the run's first token is the last one kept
+    q = ntok - 1
+    while q >= 0 and counts[tok_id[q]] < SALAD_WORD_REPEAT:
+        q -= 1
+    if q + 1 < st.salad_minw:
+        return False
+    memset(pairs, 0, sizeof(pairs))
+    for k in range(q + 1):
+        seen |= <uint32_t>1 << tok_id[k]
+        if k < q:
+            b = <Py_ssize_t>tok_id[k + 1] * 16 + tok_id[k]
+            pairs[b >> 6] |= <uint64_t>1 << (b & 63)
+    unique = 0
+    for k in range(16):
+        unique += (seen >> k) & 1
+    npairs = 0
+    for k in range(4):
+        npairs += popcount64(pairs[k])
+    if npairs < SALAD_PAIRS_PER_WORD * unique:
+        return False
+    if st._inside_brackets(tok_start[q]):
+        return False
+    ev.start = ev.cut = st._map(tok_start[q])
+    ev.ev0 = unique
+    ev.ev1 = q + 1
+    ev.ev3 = 1
+    return True
 
 
 cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, int64_t i,
