@@ -60,6 +60,8 @@ class ChannelStream:
         salad_max_unique: int,
         salad_max_alnum: float,
         salad_max_space: float,
+        salad_max_words: int,
+        salad_min_words: int,
     ) -> None: ...
     @property
     def length(self) -> int: ...
