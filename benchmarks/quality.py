@@ -44,7 +44,9 @@ Each text goes through ``loopguard.scan_text(text, channel="reasoning",
 config=loopguard.TextConfig(profile))``; the first detection is classified
 by ``loopguard.evaluate.classify_text`` with the config's ``check_every``:
 ``caught`` / ``missed`` / ``early`` for loops, ``false_positive`` / ``clean``
-for legitimate texts.  Latency is ``position - first_repeat`` of a catch.
+for legitimate texts.  Latency is ``position - first_repeat`` of a catch.  ``cut`` counts the
+texts with a strong detection (what a ``Session`` cuts; weak ones only give a notice), for
+loops not before ``loop_start``; ``cut rec`` is their share of the loops.
 
 Run
 ---
@@ -521,6 +523,7 @@ class Result:
     period: int | None
     noise: float
     chars: int
+    cut: bool = False  # a strong detection (what a Session cuts), not before the loop starts
 
 
 def judge(sample: Sample, config: loopguard.TextConfig) -> Result:
@@ -532,8 +535,10 @@ def judge(sample: Sample, config: loopguard.TextConfig) -> Result:
     latency = None
     if outcome == "caught" and position is not None and sample.first_repeat is not None:
         latency = position - sample.first_repeat
+    strong = [d.position for d in found if d.strength == "strong"]
+    cut = bool(strong) and (sample.loop_start is None or min(strong) >= sample.loop_start)
     return Result(sample.family, sample.index, outcome, position, None if first is None else first.kind, latency,
-                  sample.script, sample.period, sample.noise, len(sample.text))
+                  sample.script, sample.period, sample.noise, len(sample.text), cut)
 
 
 def period_bucket(period: int) -> str:
@@ -557,8 +562,10 @@ def stats(results: list[Result]) -> dict[str, Any]:
     legit = [r for r in results if r.outcome in ("clean", "false_positive")]
     latencies = [r.latency for r in results if r.latency is not None]
     out: dict[str, Any] = {"n": len(results), **{k: counts[k] for k in sorted(counts)}}
+    out["cut"] = sum(1 for r in results if r.cut)
     if loops:
         out["recall"] = _ratio(counts["caught"], len(loops))
+        out["cut_recall"] = _ratio(sum(1 for r in loops if r.cut), len(loops))
         out["median_latency"] = statistics.median(latencies) if latencies else None
     if legit:
         out["fp_rate"] = _ratio(counts["false_positive"], len(legit))
@@ -623,18 +630,20 @@ def format_report(rep: dict[str, Any]) -> list[str]:
     lines = [f"quality: profile={rep['profile']} seed={rep['seed']} n={rep['n_per_family']} per family "
              f"check_every={rep['check_every']} ({rep['seconds']} s)", ""]
     lines.append(f"{'family':<16}{'n':>5}{'caught':>8}{'missed':>8}{'early':>7}{'FP':>6}{'recall':>9}{'FP rate':>9}"
-                 f"{'med lat':>9}  first detector")
+                 f"{'med lat':>9}{'cut':>6}{'cut rec':>9}  first detector")
     rows = [*rep["families"].items(), ("LEGIT", rep["legit"]), ("LOOPS", rep["loops"])]
     for name, row in rows:
         lines.append(f"{name:<16}{row['n']:>5}{row.get('caught', 0):>8}{row.get('missed', 0):>8}{row.get('early', 0):>7}"
                      f"{row.get('false_positive', 0):>6}{_pct(row.get('recall')):>9}{_pct(row.get('fp_rate')):>9}"
-                     f"{_lat(row.get('median_latency')):>9}  {_detectors(row)}")
+                     f"{_lat(row.get('median_latency')):>9}{row['cut']:>6}{_pct(row.get('cut_recall')):>9}  {_detectors(row)}")
     for title, key in (("period", "loops_by_period"), ("noise", "loops_by_noise"), ("script", "loops_by_script"),
                        ("period|noise|script", "loops_by_period_noise_script")):
-        lines += ["", f"{'loops by ' + title:<24}{'n':>5}{'caught':>8}{'missed':>8}{'early':>7}{'recall':>9}{'med lat':>9}"]
+        lines += ["", f"{'loops by ' + title:<24}{'n':>5}{'caught':>8}{'missed':>8}{'early':>7}{'recall':>9}{'med lat':>9}"
+                      f"{'cut':>6}{'cut rec':>9}"]
         for name, row in rep[key].items():
             lines.append(f"{name:<24}{row['n']:>5}{row.get('caught', 0):>8}{row.get('missed', 0):>8}{row.get('early', 0):>7}"
-                         f"{_pct(row.get('recall')):>9}{_lat(row.get('median_latency')):>9}")
+                         f"{_pct(row.get('recall')):>9}{_lat(row.get('median_latency')):>9}{row['cut']:>6}"
+                         f"{_pct(row.get('cut_recall')):>9}")
     return lines
 
 

@@ -2020,7 +2020,8 @@ cdef class ChannelStream:
             r = self._near_window(ev, p, tol)
             if r != 0:
                 return r == 1
-            self.n_pend = p
+            if <double>self.n_covered >= NEAR_PENDING_KEEP * <double>max(2 * p, self.nmin_w):
+                self.n_pend = p  # close: the loop may be growing into its window
         if <double>self.n_recurring < NEAR_VOTE_GATE * <double>self.n_anchors:
             return False  # the votes only where the block's k-grams mostly repeat
         # the first failed its window: a lag of a repeat inside the unit?  The next ones come
@@ -2055,7 +2056,8 @@ cdef class ChannelStream:
                 r = self._near_window(ev, p, tol)
                 if r == 1:
                     return True
-                if r == 0 and self.n_pend == 0:
+                if r == 0 and self.n_pend == 0 and \
+                        <double>self.n_covered >= NEAR_PENDING_KEEP * <double>max(2 * p, self.nmin_w):
                     self.n_pend = p
         return False
 
@@ -2148,8 +2150,14 @@ cdef class ChannelStream:
         run[2] = 0
         done = lo
         self.n_dend = -1  # a new walk: no digits seen
-        for i in range(max(lo, k - 1), hi):
-            if i < done or self.n_last[i & self.n_lmask] == 0:
+        i = max(lo, k - 1) - 1
+        while True:
+            i += 1
+            if i < done:
+                i = done  # inside the last segment: nothing to seed
+            if i >= hi:
+                break
+            if self.n_last[i & self.n_lmask] == 0:
                 continue
             if <double>(covered + (hi - done)) < floor:
                 cut = -1

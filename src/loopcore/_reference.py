@@ -1101,7 +1101,8 @@ class ChannelStream:
             found = self._near_window(t, anchors, before, p, tol, link)
             if found != "no":
                 return None if found == "records" else found
-            self._near_pending = p
+            if self._near_covered >= NEAR_PENDING_KEEP * max(2 * p, self.near_min_window):
+                self._near_pending = p  # close: the loop may be growing into its window
         recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= link)
         if recurring < NEAR_VOTE_GATE * len(block):
             return None  # the votes only where the block's k-grams mostly repeat
@@ -1125,7 +1126,8 @@ class ChannelStream:
                 found = self._near_window(t, anchors, before, p, tol, link)
                 if found not in ("no", "records"):
                     return found
-                if found == "no" and not self._near_pending:
+                if found == "no" and not self._near_pending and \
+                        self._near_covered >= NEAR_PENDING_KEEP * max(2 * p, self.near_min_window):
                     self._near_pending = p
         return None
 
