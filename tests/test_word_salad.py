@@ -128,6 +128,20 @@ def test_an_open_bracket_holds_until_a_blank_line(impl: str) -> None:
     assert [(d["position"], d["cut"], d["evidence"]["tokens"]) for d in found] == [(399, 3, 108)]
 
 
+@pytest.mark.parametrize("impl", ["python", "cython"])
+def test_a_list_line_s_words_do_not_count(impl: str) -> None:
+    """``Notes:`` / ``- okay okay`` / ``okay`` + 12 blocks (24 + 396 = 420 code points).  At 400
+    the walk keeps 11 blocks and ``wait wait no`` (102 tokens) and the ``okay`` at 19, then meets
+    the list line ``- okay okay`` (7-18): its two words are dropped, so ``okay`` occurs once,
+    fewer than 3 times, and is trimmed: the run is the 102 tokens from 24.  (Counting the dropped
+    words would keep ``okay`` and cut at 19; found by a review's parity run.)"""
+    text = "Notes:\n- okay okay\nokay " + BLOCK * 12
+    assert text.index("wait") == 24 and len(text) == 420
+    found = detect(text, T_ONLY, impl, channel="reasoning")
+    assert [(d["position"], d["cut"]) for d in found] == [(400, 24)]
+    assert found[0]["evidence"] == {"unit": "word", "unique": 3, "tokens": 102}
+
+
 def _boolean_list() -> str:
     rng = random.Random(13)
     return PROSE + "The output is:\n[" + ", ".join(rng.choice(["True", "False"]) for _ in range(400)) + "]\n"

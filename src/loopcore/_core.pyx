@@ -2559,12 +2559,10 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
                 w_start[nw] = j
                 w_len[nw] = ln
                 w_hash[nw] = h
-                counts[nw] = 0
                 nw += 1
             check(ntok < SALAD_MAX_TOKENS)
             tok_start[ntok] = j
             tok_id[ntok] = <uint8_t>wid
-            counts[wid] += 1
             ntok += 1
             gap = 0
             spaced = False
@@ -2581,6 +2579,11 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
                 break
             mark = ntok
             line_end = i
+    # the counts of the tokens kept (a list line's or the window's first line's are not)
+    for k in range(nw):
+        counts[k] = 0
+    for k in range(ntok):
+        counts[tok_id[k]] += 1
     # tokens run back from the end: the run's first token is the last one kept
     q = ntok - 1
     while q >= 0 and counts[tok_id[q]] < SALAD_WORD_REPEAT:
