@@ -142,6 +142,19 @@ def test_a_list_line_s_words_do_not_count(impl: str) -> None:
     assert found[0]["evidence"] == {"unit": "word", "unique": 3, "tokens": 102}
 
 
+@pytest.mark.parametrize("impl", ["python", "cython"])
+@pytest.mark.parametrize("marker", ["-", "*", "+", "•", ">"])
+def test_a_list_item_line_is_dropped_whichever_its_marker(impl: str, marker: str) -> None:
+    """``Notes:`` / ``<marker> no`` / 12 blocks: the item line (7-11) is dropped whether the walk
+    meets its newline (``-`` is a sentence mark) or its marker (a symbol).  At 400 the run is
+    t[12:400]: 11 blocks (99 tokens) and ``wait wait no no so so`` (``wai`` touches 400, left
+    out): 105 tokens from 12 (the text is 12 + 12 x 33 = 408 code points)."""
+    text = f"Notes:\n{marker} no\n" + BLOCK * 12
+    assert text.index("wait") == 12
+    found = detect(text, T_ONLY, impl, channel="reasoning")
+    assert [(d["position"], d["cut"], d["evidence"]["tokens"]) for d in found] == [(400, 12, 105)]
+
+
 def _boolean_list() -> str:
     rng = random.Random(13)
     return PROSE + "The output is:\n[" + ", ".join(rng.choice(["True", "False"]) for _ in range(400)) + "]\n"
@@ -178,15 +191,48 @@ def _code() -> str:
                            for _ in range(80))
 
 
+def _quoted() -> str:
+    rng = random.Random(19)
+    return PROSE + "status IN (" + ", ".join(f"'{rng.choice(['open', 'closed', 'pending'])}'" for _ in range(150)) + \
+        ") and tags: " + ", ".join(f'"{rng.choice(["yes", "no"])}"' for _ in range(150))
+
+
+def _column() -> str:
+    rng = random.Random(20)
+    return PROSE + "Results:\n" + "".join(f"{rng.choice(['PASS', 'FAIL', 'SKIP'])}\n" for _ in range(300))
+
+
+def _tsv() -> str:
+    rng = random.Random(21)
+    return PROSE + "a\tb\n" + "".join(f"{rng.choice(['true', 'false'])}\t{rng.choice(['yes', 'no'])}\n"
+                                     for _ in range(200))
+
+
+def _letters() -> str:
+    """DNA bases, board cells, coin sides: one Latin letter each, symbols rather than words."""
+    rng = random.Random(22)
+    return PROSE + " ".join(rng.choice("ACGT") for _ in range(400)) + "\n" + \
+        "\n".join(" ".join(rng.choice("XO.") for _ in range(3)) for _ in range(90))
+
+
+def _star_items() -> str:
+    rng = random.Random(23)
+    return PROSE + "".join(f"{rng.choice(['*', '+', '•', '>'])} {rng.choice(['yes', 'no', 'maybe'])} "
+                           f"{rng.choice(['yes', 'no'])}\n" for _ in range(150))
+
+
 NOT_SALADS = {"boolean_list": _boolean_list, "word_table": _word_table, "log_lines": _log_lines,
-              "checklist": _checklist, "items": _items, "code": _code}
+              "checklist": _checklist, "items": _items, "code": _code, "quoted": _quoted,
+              "column": _column, "tsv": _tsv, "letters": _letters, "star_items": _star_items}
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
 @pytest.mark.parametrize("name", sorted(NOT_SALADS))
 def test_look_alikes_are_not_word_salads(impl: str, name: str) -> None:
-    """Few words in no order, but data (a list literal longer than the window), a table, list
-    items, code; or in one order (a log line repeated, 2 pairs per word at most).  Some of them
+    """Few words in no order, but data (a list literal longer than the window, quoted strings, a
+    column of one value per line, a TSV), a table, list items (any marker), code, single
+    letters (bases, board cells); or in one order (a log line repeated, 2 pairs per word at
+    most).  Some of them
     are loops for other detectors; none is T's word salad."""
     text = NOT_SALADS[name]()
     assert len(text) > SALAD_WORD_WINDOW
@@ -199,5 +245,7 @@ def test_word_salad_keys_are_validated() -> None:
         TextConfig(salad_max_words=17)
     with pytest.raises(ConfigError, match="salad_min_words"):
         TextConfig(salad_min_words=1)
+    with pytest.raises(ConfigError, match="salad_min_words"):
+        TextConfig(salad_min_words=301)  # cannot fit the 1,200-code-point window
     assert detect(PROSE + BLOCK * 40, TextConfig("default", enabled=["salad"], salad_max_words=0),
                   "cython", channel="reasoning") == []

@@ -2223,6 +2223,19 @@ cdef class ChannelStream:
                     depth -= 1
         return False
 
+    cdef bint _item_start(self, int64_t i, int64_t end) noexcept nogil:
+        """_reference._item_start(t, i, end)."""
+        cdef int64_t k = i
+        cdef cp_t c
+        while k > 0 and i - k < SALAD_MAX_ITEM_LINE:
+            c = self._at(<Py_ssize_t>(k - 1 - self.base))
+            if c != 32 and c != 9:
+                break
+            k -= 1
+        if k > 0 and self._at(<Py_ssize_t>(k - 1 - self.base)) != 10:
+            return False
+        return self._item_line(k, end)
+
     cdef inline bint _item_line(self, int64_t start, int64_t end) noexcept nogil:
         """_reference._item_line over t[start:end]."""
         cdef int64_t k = start
@@ -2503,7 +2516,7 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
     cdef uint64_t pairs[4]
     cdef uint32_t seen = 0
     cdef Py_ssize_t ntok = 0, nw = 0, mark = 0, gap = 0, q, k, wid, ln, unique, npairs, b, m
-    cdef bint spaced = False, digit
+    cdef bint spaced = False, digit, quoted = False, glued
     cdef uint32_t c
     lo = n - SALAD_WORD_WINDOW
     if lo < 0:
@@ -2520,10 +2533,11 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
             break
         c = buf[i - 1 - base]
         if is_alnum(c):
-            if ntok and not (spaced or (gap == 1 and (buf[i - base] == 39
-                                                      or buf[i - base] == 45
-                                                      or buf[i - base] == 0x2019))):
+            glued = gap == 1 and (buf[i - base] == 39 or buf[i - base] == 45 or buf[i - base] == 0x2019)
+            if ntok and not (spaced or glued):
                 break  # words glued by symbols: code, a path, a formula
+            if quoted and not glued:
+                break  # quoted words: strings of data ("yes", "no", ...)
             # the word, read back once: its extent, a hash, whether it has a digit
             j = i
             h = 0
@@ -2546,6 +2560,11 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
                 continue  # the window cut it
             if digit:
                 break
+            gap = 0
+            spaced = False
+            quoted = False
+            if ln == 1 and buf[j - base] < 0x250:
+                continue  # one Latin letter is a symbol (a variable, a base, a move), not a word
             wid = -1
             for k in range(nw):
                 if w_hash[k] == h and w_len[k] == ln and st._same(<Py_ssize_t>(w_start[k] - base),
@@ -2564,18 +2583,22 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
             tok_start[ntok] = j
             tok_id[ntok] = <uint8_t>wid
             ntok += 1
-            gap = 0
-            spaced = False
             continue
         i -= 1
+        if c == 9 or not (is_space(c) or is_wide_stop(c) or is_sentence_mark(c)):
+            # a symbol of code, markup, data or a table (a tab: a TSV); a list item's marker
+            # drops its line
+            if st._item_start(i, line_end):
+                ntok = mark
+            break
         if is_space(c) or is_wide_stop(c):
             spaced = True
-        elif not is_sentence_mark(c):
-            break  # a symbol of code, markup, data or a table
+        elif c == 39 or c == 34 or c == 0x2018 or c == 0x2019 or c == 0x201C or c == 0x201D:
+            quoted = True
         gap += 1
         if c == 10:
-            if st._item_line(i + 1, line_end):
-                ntok = mark
+            if ntok - mark == 1 or st._item_line(i + 1, line_end):
+                ntok = mark  # a list item, or one word alone: a column of values
                 break
             mark = ntok
             line_end = i

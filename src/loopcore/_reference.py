@@ -281,7 +281,7 @@ SALAD_WORD_REPEAT = 3
 #: one another in no fixed order, a repeated line's (a log, a template) in one order.
 SALAD_PAIRS_PER_WORD = 2
 #: ... and looks this far back for an open bracket (a data literal, :func:`_inside_brackets`).
-SALAD_BRACKET_REACH = 4 * SALAD_WORD_WINDOW
+SALAD_BRACKET_REACH = 10 * SALAD_WORD_WINDOW
 #: A list item or table row is a line of at most this many code points.
 SALAD_MAX_ITEM_LINE = 256
 #: List item markers: one of these, then a space or a tab, at the start of a line.
@@ -293,6 +293,8 @@ _SENTENCE_MARKS = frozenset(",.;:!?\u2026'\"\u2018\u2019\u201c\u201d-\u2013\u201
 _WIDE_STOPS = frozenset("\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001")
 #: ... or is one of these alone: ``don't``, ``well-known``).
 _GLUE = frozenset("'\u2019-")
+#: A quote mark in a separator, unless it glues two words alone, ends the run.
+_QUOTES = frozenset("'\"\u2018\u2019\u201c\u201d")
 
 #: N's smallest lag tolerance: an insertion and a deletion between two copies.
 NEAR_MIN_TOL = 2
@@ -543,7 +545,7 @@ INT_RANGES = {
     "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000), "near_recurrence_window": (1, 32_000),
     "salad_window": (1, 100_000), "salad_max_unique": (1, 1_000_000),
     # the word salad's sets are bitmasks of at most 16 words; its run fits SALAD_WORD_WINDOW
-    "salad_max_words": (0, 16), "salad_min_words": (2, 600),
+    "salad_max_words": (0, 16), "salad_min_words": (2, 300),
     "fence_repeat_lines": (0, 1_000_000),
 }
 
@@ -610,6 +612,14 @@ def _inside_brackets(t: str, end: int) -> bool:
                     return True
                 depth -= 1
     return False
+
+
+def _item_start(t: str, i: int, end: int) -> bool:
+    """Whether ``t[i]`` begins, after spaces or tabs only, a list item line ending at ``end``."""
+    k = i
+    while k > 0 and t[k - 1] in " \t" and i - k < SALAD_MAX_ITEM_LINE:
+        k -= 1
+    return (k == 0 or t[k - 1] == "\n") and _item_line(t, k, end)
 
 
 def _item_line(t: str, start: int, end: int) -> bool:
@@ -1294,13 +1304,16 @@ class ChannelStream:
 
         The *run* is the longest suffix of ``t[n - SALAD_WORD_WINDOW:]`` made of word tokens
         (maximal runs of ``str.isalnum`` code points; one touching ``n`` may go on and is left
-        out) with at most ``salad_max_words`` distinct words, separated as prose separates
-        words: white space (``str.isspace``) and :data:`_SENTENCE_MARKS`, with a white space or
+        out; one Latin letter alone, below U+0250, is skipped) with at most ``salad_max_words``
+        distinct words, separated as prose separates
+        words: white space (``str.isspace``, but a tab ends it: a TSV) and :data:`_SENTENCE_MARKS`, with a white space or
         a CJK full-width stop (:data:`_WIDE_STOPS`) in each separator, or one
         :data:`_GLUE` mark alone.  It ends (going back) at any other code point (brackets,
         ``_``, ``=``, ``|``, ``\\``...: code, markup, data, a table), before a token with a
         digit (numbers are values: an enumeration), before a separator of marks alone, and at
-        a list item line (at most :data:`SALAD_MAX_ITEM_LINE` code points,
+        a list item line (its words dropped, whether the walk meets its newline or its marker) or
+        a line of one word (a column of values: dropped too), before a separator with a quote
+        mark (quoted words are strings of data) unless the mark glues two words alone (at most :data:`SALAD_MAX_ITEM_LINE` code points,
         starting with ``-``, ``*``, ``+``, ``•`` or ``>`` and a space); the window's first line
         counts as an item when it may be one (its visible part is that short).  Nothing holds
         inside an open bracket (:func:`_inside_brackets`: a data literal).  Leading tokens whose
@@ -1317,7 +1330,7 @@ class ChannelStream:
         mark, line_end, i = 0, n, n
         while i > lo and t[i - 1].isalnum():  # the last word may go on
             i -= 1
-        gap, spaced = 0, False  # the separator after the token the walk reaches next
+        gap, spaced, quoted = 0, False, False  # the separator after the token the walk reaches next
         while True:
             if i <= lo:
                 if (line_end - lo <= SALAD_MAX_ITEM_LINE) if lo else _item_line(t, 0, line_end):
@@ -1325,8 +1338,11 @@ class ChannelStream:
                 break
             ch = t[i - 1]
             if ch.isalnum():
-                if tokens and not (spaced or (gap == 1 and t[i] in _GLUE)):
+                glued = gap == 1 and t[i] in _GLUE
+                if tokens and not (spaced or glued):
                     break  # words glued by symbols: code, a path, a formula
+                if quoted and not glued:
+                    break  # quoted words: strings of data ("yes", "no", ...)
                 j = i - 1
                 while j > lo and t[j - 1].isalnum():
                     j -= 1
@@ -1335,22 +1351,30 @@ class ChannelStream:
                     continue  # the window cut it
                 if any(c.isdigit() for c in word):
                     break
+                gap, spaced, quoted = 0, False, False
+                if len(word) == 1 and word < "\u0250":
+                    continue  # one Latin letter is a symbol (a variable, a base, a move), not a word
                 if word not in words:
                     if len(words) == self.salad_max_words:
                         break
                     words.add(word)
                 tokens.append((j, word))
-                gap, spaced = 0, False
                 continue
             i -= 1
+            if ch == "\t" or not (ch.isspace() or ch in _WIDE_STOPS or ch in _SENTENCE_MARKS):
+                # a symbol of code, markup, data or a table (a tab: a TSV); a list item's marker
+                # drops its line
+                if _item_start(t, i, line_end):
+                    del tokens[mark:]
+                break
             if ch.isspace() or ch in _WIDE_STOPS:
                 spaced = True
-            elif ch not in _SENTENCE_MARKS:
-                break  # a symbol of code, markup, data or a table
+            elif ch in _QUOTES:
+                quoted = True
             gap += 1
             if ch == "\n":
-                if _item_line(t, i + 1, line_end):
-                    del tokens[mark:]
+                if len(tokens) - mark == 1 or _item_line(t, i + 1, line_end):
+                    del tokens[mark:]  # a list item, or one word alone: a column of values
                     break
                 mark, line_end = len(tokens), i
         tokens.reverse()

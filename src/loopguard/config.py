@@ -126,7 +126,7 @@ _INT_KEYS: dict[str, tuple[int, int, int]] = {
     "salad_max_unique": (32, 1, _BIG),
     # T's word salad: at most this many distinct words (0: off), in a run of this many tokens
     "salad_max_words": (8, 0, 16),
-    "salad_min_words": (60, 2, 600),
+    "salad_min_words": (60, 2, 300),
     # masking: a code line repeated this many times in a row inside a fence is shown to the
     # detectors (0: fenced code is masked whole, as SPEC §2.6 and the seeds)
     "fence_repeat_lines": (0, 0, _BIG),
@@ -204,7 +204,7 @@ class TextConfig:
     copies of varying length), ``near_min_recurrence`` (0.95); T (token salad):
     ``salad_window`` (600), ``salad_max_unique`` (32), ``salad_max_alnum`` (0.25),
     ``salad_max_space`` (0.5), ``salad_max_words`` (8; 0: no word salad, at most 16),
-    ``salad_min_words`` (60, at most 600); ``skip_code_blocks``
+    ``salad_min_words`` (60, at most 300: a quarter of the 1,200-code-point word window); ``skip_code_blocks``
     (True: fenced code is masked on the text channel), ``fence_repeat_lines`` (0; 8 in
     ``default``: a code line repeated that many times in a row inside a fence is shown to the
     detectors from that copy on, so a loop in code needs more evidence, never none; 0 = masked
