@@ -127,6 +127,17 @@ def test_profiles_real_1m(benchmark, profile: str) -> None:
     benchmark(_run_records, profile, texts)
 
 
+@needs_core
+@pytest.mark.benchmark(group="profiles-real-stream")
+@pytest.mark.parametrize("profile", ["rescue", "default"])
+def test_profiles_real_1m_one_stream(benchmark, profile: str) -> None:
+    """The same records joined by blank lines into one stream of 1M code points (no per-stream
+    setup: the detectors' own cost, and N's long lags across records)."""
+    text = "\n\n".join(real_clean_records())
+    benchmark.extra_info.update(chars=len(text), impl="cython", stream="real-joined", profile=profile)
+    benchmark(_run_bulk, "cython", profile, text)
+
+
 def _run_api(parts: tuple[str, ...]) -> int:
     from loopguard import TextLoopDetector
 

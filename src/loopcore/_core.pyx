@@ -1966,7 +1966,7 @@ cdef class ChannelStream:
             # lags scatter; its window may pass one block later)
             r = self._near_window(ev, pend, self._ntol(pend))
             held = r == 1
-            if r == 0 and <double>self.n_covered >= NEAR_PENDING_KEEP * <double>max(2 * pend, self.nmin_w):
+            if r == 0 and <double>self.n_covered >= self._pending_min(pend):
                 self.n_pend = pend  # a loop still growing into its window: once more
         if not held and self.n >= self.nmin_w and self.n >= self.nk:
             held = self._near_eval(ev) or self._near_recurrence(ev)
@@ -1982,6 +1982,11 @@ cdef class ChannelStream:
         self.n_anchors = 0
         self.n_recurring = 0
         return held
+
+    cdef inline double _pending_min(self, Py_ssize_t p) noexcept nogil:
+        """_reference.ChannelStream._pending_min."""
+        cdef double w = <double>max(2 * p, self.nmin_w)
+        return max(NEAR_PENDING_KEEP * w, self.ncov * w - <double>self.check_every)
 
     cdef bint _near_eval(self, Event* ev) noexcept nogil:
         """N's periodic check (_reference.ChannelStream._near_periodic): the most frequent
@@ -2020,7 +2025,7 @@ cdef class ChannelStream:
             r = self._near_window(ev, p, tol)
             if r != 0:
                 return r == 1
-            if <double>self.n_covered >= NEAR_PENDING_KEEP * <double>max(2 * p, self.nmin_w):
+            if <double>self.n_covered >= self._pending_min(p):
                 self.n_pend = p  # close: the loop may be growing into its window
         if <double>self.n_recurring < NEAR_VOTE_GATE * <double>self.n_anchors:
             return False  # the votes only where the block's k-grams mostly repeat
@@ -2057,7 +2062,7 @@ cdef class ChannelStream:
                 if r == 1:
                     return True
                 if r == 0 and self.n_pend == 0 and \
-                        <double>self.n_covered >= NEAR_PENDING_KEEP * <double>max(2 * p, self.nmin_w):
+                        <double>self.n_covered >= self._pending_min(p):
                     self.n_pend = p
         return False
 
@@ -2120,7 +2125,7 @@ cdef class ChannelStream:
         if n < w:
             return 0
         need = self.ncov * <double>w
-        floor = min(need - <double>self.check_every, NEAR_PENDING_KEEP * <double>w)
+        floor = min(need - <double>self.check_every, self._pending_min(p))
         covered = self._near_cover(p, tol, n, w, &cut, &end, floor)
         if <double>covered < need and 2 * self.nk <= n - end < self.check_every and end >= w and \
                 <double>(covered + (n - end)) >= need:

@@ -1076,7 +1076,7 @@ class ChannelStream:
         pending, self._near_pending = self._near_pending, 0
         if found is None and 0 < pending <= lim and pending != self._near_hold:
             found = self._near_window(t, anchors, before, pending, near_tolerance(pending, div), link)
-            if found == "no" and self._near_covered >= NEAR_PENDING_KEEP * max(2 * pending, self.near_min_window):
+            if found == "no" and self._near_covered >= self._pending_min(pending):
                 self._near_pending = pending  # a loop still growing into its window: once more
             if found in ("no", "records"):
                 found = None
@@ -1089,6 +1089,13 @@ class ChannelStream:
             found[2]["strong"] = whole and self._near_whole_prev and n % self.check_every == 0
         self._near_whole_prev = whole
         return found
+
+    def _pending_min(self, p: int) -> float:
+        """The coverage a window at period ``p`` needs to become or stay pending: half of it
+        (:data:`NEAR_PENDING_KEEP`), and no less than one block short of passing (a window
+        gains at most a block of coverage per checkpoint)."""
+        w = max(2 * p, self.near_min_window)
+        return max(NEAR_PENDING_KEEP * w, self.near_min_coverage * w - self.check_every)
 
     def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int, link: int):
         n, k = len(t), self.near_ngram
@@ -1111,7 +1118,7 @@ class ChannelStream:
             found = self._near_window(t, anchors, before, p, tol, link)
             if found != "no":
                 return None if found == "records" else found
-            if self._near_covered >= NEAR_PENDING_KEEP * max(2 * p, self.near_min_window):
+            if self._near_covered >= self._pending_min(p):
                 self._near_pending = p  # close: the loop may be growing into its window
         recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= link)
         if recurring < NEAR_VOTE_GATE * len(block):
@@ -1137,7 +1144,7 @@ class ChannelStream:
                 if found not in ("no", "records"):
                     return found
                 if found == "no" and not self._near_pending and \
-                        self._near_covered >= NEAR_PENDING_KEEP * max(2 * p, self.near_min_window):
+                        self._near_covered >= self._pending_min(p):
                     self._near_pending = p
         return None
 
@@ -1151,7 +1158,7 @@ class ChannelStream:
         need = self.near_min_coverage * w
         # below this the walk's exact coverage decides nothing (it fails here, the retry below
         # and the pending keep): a walk that can no longer reach it stops (the cost on prose)
-        floor = min(need - self.check_every, NEAR_PENDING_KEEP * w)
+        floor = min(need - self.check_every, self._pending_min(p))
         covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, n, w, floor)
         hi = n
         k = self.near_ngram
