@@ -3,7 +3,7 @@ through a ``Session`` as a host would (one attempt, 16-code-point deltas, defaul
 
 Legitimate shapes (traces, enumerations, templated sentences with new numbers, an answer written
 twice, checklists, shared-prefix and templated lists, a base64 payload with a zero region, a table
-of few cell values, code made of a few identifiers) are never cut.  Loops (a phrase rotation, a shrinking unit, a blank run after
+of few cell values, code made of a few identifiers, a list of 200 random booleans) are never cut.  Loops (a phrase rotation, a shrinking unit, a blank run after
 a finished answer, a digit runaway, a salad of a few words) are cut, at the offset computed by hand in each test: one
 copy of the loop is kept.
 """
@@ -11,6 +11,7 @@ copy of the loop is kept.
 from __future__ import annotations
 
 import base64
+import json
 import random
 
 import pytest
@@ -102,6 +103,12 @@ def _few_value_table() -> str:
     return "Truth table:\n| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n" + rows
 
 
+def _boolean_list() -> str:
+    """A program's output: a JSON list of 200 random booleans (one copy of nothing)."""
+    rng = random.Random(7)
+    return _prose(300, 7) + "The output is " + json.dumps([rng.choice([True, False]) for _ in range(200)]) + ".\n"
+
+
 def _code_identifiers() -> str:
     """Unfenced code made of a handful of identifiers (``ds``, ``copy``, ``deep``, ``z``...)."""
     body = "".join(f'print("\\n{e}:")\n{v} = {e}\ncheck_dtype({v}, "{e}")\n' for e, v in [
@@ -113,6 +120,7 @@ def _code_identifiers() -> str:
 
 
 LEGITIMATE = {
+    "boolean_list": _boolean_list,
     "code_identifiers": _code_identifiers,
     "trace": _trace,
     "case_enumeration": _case_enumeration,

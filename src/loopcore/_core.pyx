@@ -87,6 +87,7 @@ cdef int64_t SALAD_BRACKET_REACH = _reference.SALAD_BRACKET_REACH
 cdef enum:
     SALAD_MAX_TOKENS = 608  # > SALAD_WORD_WINDOW // 2: a token and its separator are >= 2 code points
 cdef int64_t NEAR_WHOLE_CAP = _reference.NEAR_WHOLE_CAP
+cdef int64_t NEAR_WHOLE_MIN = _reference.NEAR_WHOLE_MIN
 cdef Py_ssize_t FENCE_MIN_CHARS = _reference.FENCE_MIN_CHARS
 cdef Py_ssize_t FENCE_MIN_LETTERS = _reference.FENCE_MIN_LETTERS
 cdef enum:
@@ -2452,7 +2453,7 @@ cdef inline int64_t near_extend_chunk(const cu_t* buf, ChannelStream st, int64_t
             continue
         if e - run[0] > run[1]:  # an exact piece ends here
             run[1] = e - run[0]
-        if e - run[0] >= min(c, NEAR_WHOLE_CAP):
+        if e - run[0] >= max(min(c, NEAR_WHOLE_CAP), NEAR_WHOLE_MIN):
             run[2] = 1
         if (48 <= c1 <= 57) and (48 <= c2 <= 57) and not st._digits_back(e, c):
             return e  # a number that changes: an enumeration, not noise
@@ -2503,7 +2504,7 @@ cdef inline int64_t near_extend_chunk(const cu_t* buf, ChannelStream st, int64_t
             q = hit
     if e - run[0] > run[1]:
         run[1] = e - run[0]
-    if e - run[0] >= min(c, NEAR_WHOLE_CAP):
+    if e - run[0] >= max(min(c, NEAR_WHOLE_CAP), NEAR_WHOLE_MIN):
         run[2] = 1
     return e
 

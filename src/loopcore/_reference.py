@@ -263,6 +263,9 @@ NEAR_GAP = 8
 #: An exact piece of N's walk this long (or as long as its lag, when that is shorter) is a whole
 #: copy equal to the one before it: the copies stopped changing.
 NEAR_WHOLE_CAP = 300
+#: ... and at least this long, whatever the lag: for a short period a whole copy is many copies
+#: in a row (a list of two values, ``true, false, true, ...``, repeats a short stretch by chance).
+NEAR_WHOLE_MIN = 48
 
 #: T's word: this many alphanumeric code points in a row end the text before a salad.
 SALAD_WORD = 3
@@ -342,7 +345,8 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
     ``run``, when given, is ``[piece_start, longest, whole]``: the exact piece ending at the
     first mismatch started at ``piece_start``; ``longest`` becomes the longest exact piece (a
     stretch with ``t[x] == t[x - lag]`` throughout, at one lag) seen, ``whole`` true once a
-    piece is at least as long as its lag (a whole copy equal to the one before it), and each
+    piece is at least as long as its lag (a whole copy equal to the one before it; at most
+    :data:`NEAR_WHOLE_CAP`, at least :data:`NEAR_WHOLE_MIN` code points), and each
     resynchronisation starts a new piece where its k-gram begins.
     """
     gaps, c = 0, c or q
@@ -352,7 +356,7 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
             continue
         if run is not None:  # an exact piece ends here
             run[1] = max(run[1], e - run[0])
-            run[2] = run[2] or e - run[0] >= min(c, NEAR_WHOLE_CAP)
+            run[2] = run[2] or e - run[0] >= max(min(c, NEAR_WHOLE_CAP), NEAR_WHOLE_MIN)
         if t[e] in _DIGITS and t[e - c] in _DIGITS and not all(ch in _DIGITS for ch in t[e - c:e]):
             return e, gaps  # a number that changes: an enumeration, not noise
         for g in range(NEAR_GAP + 1):
@@ -375,7 +379,7 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
             q = hit
     if run is not None:
         run[1] = max(run[1], e - run[0])
-        run[2] = run[2] or e - run[0] >= min(c, NEAR_WHOLE_CAP)
+        run[2] = run[2] or e - run[0] >= max(min(c, NEAR_WHOLE_CAP), NEAR_WHOLE_MIN)
     return e, gaps
 
 
