@@ -106,6 +106,8 @@ cdef enum:
     NEAR_MULTIPLES = 4
 cdef double NEAR_VOTE_GATE = _reference.NEAR_VOTE_GATE
 cdef double NEAR_PENDING_KEEP = _reference.NEAR_PENDING_KEEP
+cdef Py_ssize_t NEAR_LONG_VOTE = _reference.NEAR_LONG_VOTE
+cdef double NEAR_LONG_VOTE_GATE = _reference.NEAR_LONG_VOTE_GATE
 assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_SHORT_TOL, NEAR_CANDIDATES, NEAR_VOTES, NEAR_SEED_COST,
         NEAR_MULTIPLES) == (
     _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_SHORT_TOL,
@@ -2053,6 +2055,8 @@ cdef class ChannelStream:
         ncand = self._near_top(cand, votes)
         for j in range(ncand):
             p = cand[j]
+            if p > NEAR_LONG_VOTE and <double>self.n_recurring < NEAR_LONG_VOTE_GATE * <double>self.n_anchors:
+                continue  # a long period's window (2p) is walked only where the block all repeats
             tol = self._ntol(p)
             within = 0
             for i in range(b0, n):

@@ -319,6 +319,12 @@ NEAR_CANDIDATES = 3
 #: when at least ``NEAR_VOTE_GATE`` of the block's anchors occurred before (prose: about half).
 NEAR_VOTES = 4
 NEAR_VOTE_GATE = 0.7
+#: A voted period above this many code points (its window, two periods, is long to walk) is
+#: tried only when at least ``NEAR_LONG_VOTE_GATE`` of the block's anchors occurred before: a
+#: long loop in full swing repeats all of its block; structured text (LaTeX, tables) repeats much
+#: of it and voted long lags across it.
+NEAR_LONG_VOTE = 500
+NEAR_LONG_VOTE_GATE = 0.95
 
 
 def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int, c: int = 0,
@@ -1141,6 +1147,8 @@ class ChannelStream:
                     votes[d] = votes.get(d, 0) + 1
                 newer = j
         for p in sorted(votes, key=lambda d: (-votes[d], d))[:NEAR_CANDIDATES - 1]:
+            if p > NEAR_LONG_VOTE and recurring < NEAR_LONG_VOTE_GATE * len(block):
+                continue  # a long period's window (2p) is walked only where the block all repeats
             tol = near_tolerance(p, div)
             within = sum(1 for i in block if any(abs(i - j - p) <= tol for j in before(i)))
             if within >= self.near_min_lag_share * len(block):
