@@ -1321,26 +1321,34 @@ class ChannelStream:
     def _word_salad(self, t: str):
         """T's word salad: random picks from a handful of words, no fixed order.
 
-        The *run* is the longest suffix of ``t[n - SALAD_WORD_WINDOW:]`` made of word tokens
-        (maximal runs of ``str.isalnum`` code points; one touching ``n`` may go on and is left
-        out; one Latin letter alone, below U+0250, is skipped) with at most ``salad_max_words``
-        distinct words, separated as prose separates
-        words: white space (``str.isspace``, but a tab ends it: a TSV) and :data:`_SENTENCE_MARKS`, with a white space or
-        a CJK full-width stop (:data:`_WIDE_STOPS`) in each separator, or one
-        :data:`_GLUE` mark alone.  It ends (going back) at any other code point (brackets,
-        ``_``, ``=``, ``|``, ``\\``...: code, markup, data, a table), before a token with a
-        digit (numbers are values: an enumeration), before a separator of marks alone, and at
-        a list item line (its words dropped, whether the walk meets its newline or its marker) or
-        a line of one word (a column of values: dropped too), before a separator with a quote
-        mark (quoted words are strings of data) unless the mark glues two words alone (at most :data:`SALAD_MAX_ITEM_LINE` code points,
-        starting with ``-``, ``*``, ``+``, ``•`` or ``>`` and a space); the window's first line
-        counts as an item when it may be one (its visible part is that short).  Nothing holds
-        inside an open bracket (:func:`_inside_brackets`: a data literal).  Leading tokens whose
-        word occurs fewer than :data:`SALAD_WORD_REPEAT` times in the run are dropped.  It holds
-        when the run keeps ``salad_min_words`` tokens and at least :data:`SALAD_PAIRS_PER_WORD`
-        distinct pairs of consecutive words per distinct word (a repeated line or template has
-        about one).  ``start = cut`` = the first token of the run.  Evidence: ``unit``
-        (``"word"``), ``unique`` (distinct words), ``tokens``.
+        The walk goes back from ``n`` over at most :data:`SALAD_WORD_WINDOW` code points, word
+        by word.  A *word* is a maximal run of ``str.isalnum`` code points; the one touching
+        ``n`` may go on and is left out; one Latin letter alone (below U+0250) is a symbol and
+        skipped.  Words must be separated as prose separates them: white space
+        (``str.isspace``) or a CJK full-width stop (:data:`_WIDE_STOPS`) with only
+        :data:`_SENTENCE_MARKS` beside it, or one :data:`_GLUE` mark alone (``don't``).
+
+        The walk (the *run*) ends:
+
+        - at the ``salad_max_words + 1``-th distinct word;
+        - before a word with a digit (numbers are values: an enumeration);
+        - at a tab or any code point that is neither white space nor a sentence mark
+          (brackets, ``_``, ``=``, ``|``, ``\\``...: code, markup, data, a table, a TSV);
+        - before a separator of marks alone (``a,b``), or one with a quote mark (:data:`_QUOTES`)
+          unless that mark alone glues two words (quoted words are strings of data);
+        - at a list item line (at most :data:`SALAD_MAX_ITEM_LINE` code points starting, after
+          spaces, with ``-``, ``*``, ``+``, ``•`` or ``>`` and a space or tab), whether the
+          walk meets the item's newline or its marker, and at a line of one word (a column of
+          values): the line's words are dropped; so are the window's first line's when it may
+          be an item (its visible part is that short).
+
+        Leading words that occur fewer than :data:`SALAD_WORD_REPEAT` times in the run are
+        dropped (the prose before the salad).  It holds when the run keeps ``salad_min_words``
+        words, with at least :data:`SALAD_PAIRS_PER_WORD` distinct pairs of consecutive words per
+        distinct word (a repeated line or template has about one), and its first word is not
+        inside an open bracket (:func:`_inside_brackets`: a data literal).  ``start = cut`` = the
+        run's first word.  Evidence: ``unit`` (``"word"``), ``unique`` (distinct words),
+        ``tokens``.
         """
         n = len(t)
         lo = max(0, n - SALAD_WORD_WINDOW)
