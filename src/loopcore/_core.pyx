@@ -2130,7 +2130,7 @@ cdef class ChannelStream:
         if n < w:
             return 0
         need = self.ncov * <double>w
-        floor = min(need - <double>self.check_every, self._pending_min(p))
+        floor = need - <double>self.check_every  # <= the pending minimum too
         covered = self._near_cover(p, tol, n, w, &cut, &end, floor)
         if <double>covered < need and 2 * self.nk <= n - end < self.check_every and end >= w and \
                 <double>(covered + (n - end)) >= need:

@@ -1169,8 +1169,9 @@ class ChannelStream:
             return "no"
         need = self.near_min_coverage * w
         # below this the walk's exact coverage decides nothing (it fails here, the retry below
-        # and the pending keep): a walk that can no longer reach it stops (the cost on prose)
-        floor = min(need - self.check_every, self._pending_min(p))
+        # and the pending minimum, which is at least this): a walk that can no longer reach it
+        # stops (the cost on prose)
+        floor = need - self.check_every
         covered, cut, end = self._near_cover(t, anchors, before, p, tol, link, n, w, floor)
         hi = n
         k = self.near_ngram
