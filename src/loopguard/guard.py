@@ -105,11 +105,14 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from . import identity, messages
+from . import identity, messages, shell
 from .errors import ConfigError
 from .identity import session_key
 from .results import (
     DEFAULT_VOLATILE_FIELDS,
+    content_line,
+    is_failure,
+    mask_counters,
     normalized,
     result_lines,
     stable_text,
@@ -149,6 +152,21 @@ GUARD_KINDS: dict[str, str] = {
 }
 
 _EXCLUDE = ("job_output", "job_kill", "job_list", "ask_user_question", "schedule_*", "todo_write")
+#: Tools whose string argument (or ``command`` field) is a shell command line.
+DEFAULT_SHELL_TOOLS: tuple[str, ...] = (
+    "bash", "sh", "zsh", "shell", "terminal", "run_shell_command", "run_command", "execute_command",
+    "execute_bash", "exec", "run_terminal_cmd", "Bash", "local_shell", "container.exec",
+)
+#: Tools that change the world, matched (case-insensitively, as globs) against the tool's
+#: name and against its first word (``update_reservation`` → ``update``; ``MultiEdit`` → ``multi``).
+DEFAULT_STATE_TOOLS: tuple[str, ...] = (
+    "write*", "edit*", "multiedit", "notebookedit", "create*", "update*", "set", "add", "delete*",
+    "remove*", "insert*", "modify*", "change*", "book*", "cancel*", "move*", "rename*", "copy*", "install*",
+    "toggle*", "enable*", "disable*", "reset*", "apply*", "send*", "transfer*", "exchange*", "return*",
+    "save*", "upload*", "patch*", "str_replace*", "open", "cd", "checkout*", "commit*", "push*", "merge*",
+    "deploy*", "restart*", "start*", "stop*", "kill*", "grant*", "revoke*", "assign*", "refund*",
+)
+_WORD_SPLIT = re.compile(r"[_\-\s.:/]+|(?<=[a-z0-9])(?=[A-Z])")
 _BIG = 1_000_000
 
 
@@ -250,6 +268,13 @@ class ToolGuardConfig:
     language: Literal["auto", "en", "zh"] = "auto"
     max_sessions: int = 10_000
     max_keys_per_session: int = 1024
+    # issue 15: what counts as information, state changes, shell-aware scope
+    shell_tools: Sequence[str] = DEFAULT_SHELL_TOOLS
+    state_tools: Sequence[str] = DEFAULT_STATE_TOOLS
+    state_commands: Sequence[str] = shell.DEFAULT_STATE_COMMANDS
+    root_search: Literal["allow", "notice", "deny"] = "allow"
+    mask_failure_counters: bool = True
+    ignore_boilerplate: bool = True
 
     def __post_init__(self) -> None:
         ints = {
@@ -277,7 +302,8 @@ class ToolGuardConfig:
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ConfigError(key, value, f"an integer from {lo} to {hi}", owner="ToolGuardConfig")
         for key in ("notice_only", "replay_detection", "progress_resets_repeats",
-                    "repeat_call_needs_same_result", "normalize_results"):
+                    "repeat_call_needs_same_result", "normalize_results", "mask_failure_counters",
+                    "ignore_boilerplate"):
             value = getattr(self, key)
             if not isinstance(value, bool):
                 raise ConfigError(key, value, "True or False", owner="ToolGuardConfig")
@@ -289,7 +315,7 @@ class ToolGuardConfig:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
             raise ConfigError("overlap_threshold", value, "a number in (0, 1]", owner="ToolGuardConfig")
         for key in ("include", "exclude", "search_tools", "scope_fields", "remedial_tools",
-                    "repeat_call_exempt", "volatile_result_fields"):
+                    "repeat_call_exempt", "volatile_result_fields", "shell_tools", "state_tools", "state_commands"):
             value = getattr(self, key)
             try:
                 set_(self, key, _strings(value))
@@ -309,6 +335,8 @@ class ToolGuardConfig:
                 raise ConfigError("volatile_result_fields_by_tool", by_tool,
                                   "a mapping of tool glob -> list of field names", owner="ToolGuardConfig") from None
         set_(self, "volatile_result_fields_by_tool", checked)
+        if self.root_search not in ("allow", "notice", "deny"):
+            raise ConfigError("root_search", self.root_search, "'allow', 'notice' or 'deny'", owner="ToolGuardConfig")
         if self.unscoped_search not in ("deny", "allow"):
             raise ConfigError("unscoped_search", self.unscoped_search, "'deny' or 'allow'", owner="ToolGuardConfig")
         if self.language not in messages.LANGUAGES:
@@ -473,7 +501,8 @@ class _Key:
 class _Session:
     __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
                  "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
-                 "streak_result", "strikes", "executions", "last_call", "blocked", "last_progress", "pending", "stalled", "call_ids", "lang")
+                 "streak_result", "strikes", "executions", "last_call", "blocked", "last_progress", "pending", "stalled", "call_ids", "lang",
+                 "frame", "frame_hist")
 
     def __init__(self, now: float) -> None:
         self.keys: OrderedDict[str, _Key] = OrderedDict()
@@ -488,7 +517,7 @@ class _Session:
         self.streak_index = -1  # last call index counted in ``streak``
         self.calls = 0
         self.executions = 0
-        self.last_call: tuple[str, Any, Any, str] | None = None
+        self.last_call: tuple[str, Any, Any, str, _Shell | None] | None = None
         self.blocked: set[str] = set()  # keys whose last request was denied or cancelled
         self.replay = False
         self.signature: str | None = None
@@ -501,9 +530,24 @@ class _Session:
         self.stalled = False
         self.call_ids: OrderedDict[Hashable, tuple[str, int, Decision | None]] = OrderedDict()
         self.lang = "en"
+        self.frame: dict[int, int] = {}  # hash of an edge line -> how many of the recent results hold it
+        self.frame_hist: deque[tuple[str, frozenset[int]]] = deque()  # (result hash, edge lines) of distinct results
 
 
 _SEEN_MAX = 4096
+_FRAME_RESULTS = 16  # results the session's frame (lines every result carries) is learned from
+_FRAME_EDGE = 8  # lines at each end of a result that may be frame
+_FRAME_MIN = 3  # a frame line is in at least this many of them, and in half of them
+_SHELL_CACHE_MAX = 4096
+
+
+class _Shell:
+    """What the guard reads from a shell-style call (never the command itself)."""
+
+    __slots__ = ("changes", "scope", "identity")
+
+    def __init__(self, changes: bool, scope: str | None, identity: str | None) -> None:
+        self.changes, self.scope, self.identity = changes, scope, identity
 _CALL_IDS_MAX = 256
 _PATH_KEY = re.compile(r"(?i)(path|file|dir|folder|url|uri|cwd|target)")
 _PATH_TOKEN = re.compile(r"""(?:[A-Za-z][A-Za-z0-9+.-]*://[^\s'"`]+|[^\s'"`=:,;()<>|&]*[/\\][^\s'"`,;()<>|&]*|[^\s'"`=:,;()<>|&/\\]+\.[A-Za-z0-9]{1,8})""")
@@ -629,6 +673,8 @@ class ToolGuard:
         self._lock = threading.RLock()
         self._tracked_cache: dict[str, bool] = {}
         self._exempt_cache: dict[str, bool] = {}
+        self._state_cache: dict[str, bool] = {}
+        self._shell_cache: dict[tuple[str, int], _Shell] = {}  # (tool, hash of the command) -> facts
 
     def __repr__(self) -> str:
         return f"ToolGuard(sessions={len(self._sessions)})"
@@ -669,6 +715,56 @@ class ToolGuard:
             if len(self._tracked_cache) < 4096:
                 self._tracked_cache[tool] = known
         return known
+
+    def _state_tool(self, tool: str) -> bool:
+        """Whether ``tool`` changes the world by its name (``state_tools`` globs, matched
+        without case against the name and its first word)."""
+        known = self._state_cache.get(tool)
+        if known is None:
+            low = tool.lower()
+            first = next((w for w in _WORD_SPLIT.split(tool) if w), tool).lower()
+            known = any(fnmatch.fnmatchcase(low, g.lower()) or fnmatch.fnmatchcase(first, g.lower())
+                        for g in self.config.state_tools)
+            if len(self._state_cache) < 4096:
+                self._state_cache[tool] = known
+        return known
+
+    def _shell(self, tool: str, args: Any) -> _Shell | None:
+        """The parsed command of a shell-style call (:mod:`loopguard.shell`), or ``None``.
+        Cached by a hash of the command: the cache holds facts, never the command."""
+        if isinstance(args, str) and _matches(tool, self.config.shell_tools):
+            text: str | None = args
+        else:
+            text = shell.command_of(tool, args)
+        if text is None:
+            return None
+        # the parsed command is the identity only when it is all of the arguments, on one line
+        # (a here-document's body or an edit's text is not in the parse)
+        whole = (text is args or (isinstance(args, Mapping) and len(args) == 1)) and "\n" not in text.strip()
+        ckey = (tool, hash(text))
+        facts = self._shell_cache.get(ckey)
+        if facts is None:
+            commands = shell.parse(text)
+            identity_ = None
+            if whole and commands:
+                canon = "\x1e".join("\x1f".join(c.words) + ("\x1d" + "\x1f".join(c.writes) if c.writes else "")
+                                     for c in commands)
+                identity_ = hashlib.sha256(f"{tool}\nshell\n{canon}".encode("utf-8", "surrogatepass")).hexdigest()
+            facts = _Shell(shell.changes_state(commands, self.config.state_commands), shell.search_scope(commands),
+                           identity_)
+            if len(self._shell_cache) >= _SHELL_CACHE_MAX:
+                self._shell_cache.clear()
+            self._shell_cache[ckey] = facts
+        return facts
+
+    def _identity(self, tool: str, args: Any) -> tuple[str, _Shell | None]:
+        """The call key (SPEC §4's call hash; for a shell-style call whose arguments are
+        just the command, the hash of its parsed command: quoting and spacing aside,
+        the same command is the same call) and the shell facts."""
+        facts = self._shell(tool, args)
+        if facts is not None and facts.identity is not None:
+            return facts.identity, facts
+        return _call_key(tool, args), facts
 
     def reset(self, session_id: Any = None) -> None:
         """Forget one session's state (``session_id`` given) or every session's."""
@@ -778,15 +874,15 @@ class ToolGuard:
         tool = _check_tool(tool)
         _check_call_id(call_id)
         parsed = _parse(args)
-        key = _call_key(tool, parsed)
+        key, facts = self._identity(tool, parsed)
         with self._lock:
             s = self._session(session_id)
             if call_id is not None:
                 seen = s.call_ids.get(call_id)
                 if seen is not None and seen[0] == key and seen[2] is not None:
                     return seen[2]
-            s.last_call = (tool, args, parsed, key)
-            decision = self._before(s, tool, parsed, key)
+            s.last_call = (tool, args, parsed, key, facts)
+            decision = self._before(s, tool, parsed, key, facts)
             if decision.allowed:
                 s.blocked.discard(key)
             else:
@@ -799,7 +895,7 @@ class ToolGuard:
                     s.call_ids.popitem(last=False)
             return decision
 
-    def _before(self, s: _Session, tool: str, args: Any, key: str) -> Decision:
+    def _before(self, s: _Session, tool: str, args: Any, key: str, facts: _Shell | None) -> Decision:
         cfg = self.config
         index = s.calls
         s.calls += 1
@@ -832,7 +928,7 @@ class ToolGuard:
         if not self._tracked(tool):
             decision = streak_decision or Decision("allow", tool=tool, call_index=index)
         else:
-            decision = self._before_tracked(s, tool, args, key, index)
+            decision = self._before_tracked(s, tool, args, key, index, facts)
             if decision.action == "allow" and streak_decision is not None:
                 decision = streak_decision
             if decision.action in ("notice", "deny"):
@@ -853,10 +949,21 @@ class ToolGuard:
         logger.info("%s %s: %s (call %d)", action, kind, tool, index)
         return Decision(action, kind, text, rule, tool, index, evidence)
 
-    def _before_tracked(self, s: _Session, tool: str, args: Any, key: str, index: int) -> Decision:
+    def _before_tracked(self, s: _Session, tool: str, args: Any, key: str, index: int,
+                        facts: _Shell | None) -> Decision:
         cfg = self.config
-        # D5 unscoped search
-        if cfg.unscoped_search == "deny" and _matches(tool, cfg.search_tools) and not _has_scope(args, cfg.scope_fields):
+        # D5 unscoped search: a shell-style call by its parsed command (a recursive search of
+        # the machine per unscoped_search, of the working directory per root_search), other
+        # search tools by their scope fields
+        if facts is not None and facts.scope in ("root", "machine"):
+            action = cfg.unscoped_search if facts.scope == "machine" else cfg.root_search
+            unscoped = action != "allow"
+        else:
+            action = cfg.unscoped_search
+            # a shell-style call that is not a recursive search reads what it names
+            unscoped = facts is None and cfg.unscoped_search == "deny" \
+                and _matches(tool, cfg.search_tools) and not _has_scope(args, cfg.scope_fields)
+        if unscoped:
             preview = messages.arguments_preview(args, cfg.arguments_preview_chars)
             lang = self._lang(s, preview)
             text = messages.render(
@@ -864,7 +971,12 @@ class ToolGuard:
                 field=cfg.scope_fields[0],
                 args=messages.render("args_preview", lang, preview=preview) if preview else "",
             )
-            return self._deny("unscoped_search", "D5", text, tool, index, {"scope_fields": list(cfg.scope_fields)})
+            evidence: dict[str, Any] = {"scope_fields": list(cfg.scope_fields)}
+            if facts is not None and facts.scope is not None:
+                evidence["scope"] = facts.scope
+            if action == "notice":
+                return Decision("notice", "unscoped_search", text, "D5", tool, index, evidence)
+            return self._deny("unscoped_search", "D5", text, tool, index, evidence)
         k = s.keys.get(key)
         if k is not None:
             if self._broken_chain(s, k):
@@ -947,10 +1059,10 @@ class ToolGuard:
             s = self._session(session_id)
             last = s.last_call
             if last is not None and last[1] is args and last[0] == tool:
-                parsed, key = last[2], last[3]  # the object before_call just hashed
+                parsed, key, facts = last[2], last[3], last[4]  # the object before_call just hashed
             else:
                 parsed = _parse(args)
-                key = _call_key(tool, parsed)
+                key, facts = self._identity(tool, parsed)
             s.last_call = None
             if key in s.blocked:
                 # the host reports the result of a request that was denied or cancelled (the seed
@@ -967,17 +1079,19 @@ class ToolGuard:
                 s.call_ids[call_id] = (key, index, None)
                 while len(s.call_ids) > _CALL_IDS_MAX:
                     s.call_ids.popitem(last=False)
-            return self._after(s, tool, parsed, key, result, error, max(index, 0))
+            return self._after(s, tool, parsed, key, result, error, max(index, 0), facts)
 
     def _after(self, s: _Session, tool: str, args: Any, key: str, result: Any, error: bool,
-               index: int) -> list[Intervention]:
+               index: int, facts: _Shell | None = None) -> list[Intervention]:
         cfg = self.config
         s.last_progress = self._clock()
         s.stalled = False
         s.pending = max(0, s.pending - 1)
         fields_ = cfg.volatile_fields_for(tool) if cfg.normalize_results else None
         text, value = normalized(result, fields_)
-        digest = text_digest(text, error=error)
+        # a failure that differs only in a counter, a line number or an id is the same failure
+        failure = cfg.mask_failure_counters and is_failure(text, error)
+        digest = text_digest(mask_counters(text) if failure else text, error=error)
         if s.streak_fp is not None and cfg.repeat_call_needs_same_result:
             if s.streak_result is not None and s.streak_result != digest:
                 s.streak_count = 1
@@ -989,6 +1103,8 @@ class ToolGuard:
         # D1 chain
         fresh = key not in s.keys  # a call never made in this session (or long evicted)
         k = self._key(s, key, tool)
+        moved = k.epoch != s.epoch  # the world changed since this key last ran
+        previous = k.last
         if self._broken_chain(s, k):
             k.same, k.locked, k.denied, k.escapes = 0, False, False, 0
         k.lang = lang
@@ -1017,8 +1133,10 @@ class ToolGuard:
         k.denied = False
         k.head = text[: cfg.result_summary_chars * 2 + 256]
         k.error = error
-        # D2 drift against other keys' recent results
+        # D2 drift against other keys' recent results, on the lines that carry content
         lines = result_lines(text if isinstance(value, (str, bytes, bytearray, memoryview)) else value)
+        if cfg.ignore_boilerplate:
+            lines = self._content(s, text, lines, digest)
         drift = False
         if len(lines) >= 3:
             for other_key, other_tool, other_lines in reversed(s.recent):
@@ -1050,6 +1168,12 @@ class ToolGuard:
             s.seen.popitem(last=False)
         if new and fresh:  # a new action brought new information: the world may have changed
             s.epoch += 1
+        elif fresh or moved or digest != previous:
+            # a call that changes the world (a write, an edit, a checkout, an install, a change
+            # of directory): the next identical read or test is a new action -- unless it repeats
+            # itself with nothing changed in between (the same edit, the same result)
+            if self._state_tool(tool) or (facts is not None and facts.changes):
+                s.epoch += 1
         k.epoch = s.epoch
         # D3 error avoidance
         if error:
@@ -1102,6 +1226,35 @@ class ToolGuard:
             breaker = self._count_intervention(s, index)
             if breaker is not None:
                 out.append(replace(breaker, tool=tool))
+        return out
+
+    def _content(self, s: _Session, text: str, lines: frozenset[str], digest: str) -> frozenset[str]:
+        """The lines of a result that carry content: not markup or "no output" lines
+        (:func:`loopguard.results.content_line`), not the session's frame -- lines at the
+        edges of at least half (and at least 3) of its last 16 *distinct* results (a
+        prompt, the working directory, an exit-code wrapper: what every result carries
+        around different content; one result returned again and again is not a frame).
+        Learns the frame from this result's edge lines afterwards."""
+        frame, hist = s.frame, s.frame_hist
+        need = max(_FRAME_MIN, (len(hist) + 1) // 2)
+        out = frozenset(line for line in lines
+                        if content_line(line) and frame.get(hash(line), 0) < need)
+        if any(d == digest for d, _ in hist):
+            return out
+        rows = text.splitlines()
+        if len(rows) > 2 * _FRAME_EDGE:
+            rows = rows[:_FRAME_EDGE] + rows[-_FRAME_EDGE:]
+        edge = frozenset(hash(r.strip()) for r in rows)
+        hist.append((digest, edge))
+        for h in edge:
+            frame[h] = frame.get(h, 0) + 1
+        if len(hist) > _FRAME_RESULTS:
+            for h in hist.popleft()[1]:
+                left = frame[h] - 1
+                if left:
+                    frame[h] = left
+                else:
+                    del frame[h]
         return out
 
     # ------------------------------------------------------- D1' replay

@@ -479,3 +479,82 @@ def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -
     if len(summary) > max_chars - (1 if more else 0):
         summary, more = summary[: max_chars - 1], True
     return summary + ("…" if more else "")
+
+
+# ------------------------------------------------------------------ information (issue 15)
+
+#: Markup tags (``<output>``, ``</returncode>``): a wrapper, not content.
+_TAG = re.compile(r"""</?[A-Za-z][\w:.-]{0,40}(?:\s+[A-Za-z_:][\w:.-]*(?:=(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+))?)*\s*/?>""")
+#: A result line that only says there is nothing to say.
+_NO_OUTPUT = re.compile(
+    r"(?i)^[\W_]*(?:(?:the )?(?:your )?command (?:ran|completed|executed|finished|succeeded)(?: successfully)?"
+    r"(?:,? (?:and|but|with) (?:did not|didn't) produce any output| with no output)?"
+    r"|(?:there (?:is|was) )?no output(?: (?:was )?(?:produced|returned))?|\(?empty(?: output| result)?\)?"
+    r"|(?:the )?output (?:is|was) empty|nothing to (?:show|display|report)|(?:done|ok|okay|success(?:ful)?)"
+    r"|none|null|true|false)[\W_]*$"
+)
+#: Words that say a result reports a failure (checked near its start and end).
+_FAILURE = re.compile(
+    r"(?i)\b(?:error|errno|exception|traceback|fatal|failed|failure|denied|forbidden|unauthori[sz]ed"
+    r"|not found|no such file|no such|cannot|can't|could not|couldn't|unable to|invalid|illegal"
+    r"|unrecognized|unknown (?:command|option|argument)|usage:|timed out|refused|malformed)\b"
+)
+#: Numbers that only count or point (a line number, a file position, an address, a process,
+#: an attempt, an id), not quantities of the outcome ("2 of 6 ready" stays).
+_COUNTER = re.compile(
+    r"(?i)\b(line|lineno|pid|port|job|attempt|try|retry|request|process|thread|session|run|step|call|id)"
+    r"([ \t]*[:=#]?[ \t]*)\d+"
+    r"|0x[0-9a-f]+|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    r"|(\.[A-Za-z]{1,5}):\d+(?::\d+)?"
+)
+
+
+def _counter(match: re.Match[str]) -> str:
+    if match.group(1):
+        return f"{match.group(1)}{match.group(2)}#"
+    return f"{match.group(3)}:#" if match.group(3) else "#"
+
+
+def content_line(line: str) -> bool:
+    """Whether a (stripped) result line says something: not only markup tags and
+    digits/punctuation (``<returncode>0</returncode>``, ``</output>``), not a
+    "nothing to say" line (``(no output)``, "Your command ran successfully and did
+    not produce any output.", ``OK``, ``[]``).
+
+    >>> [content_line(x) for x in ("<returncode>0</returncode>", "(no output)", "x = 1")]
+    [False, False, True]
+    """
+    if "<" in line:
+        bare = _TAG.sub("", line)
+        if bare != line and not any(ch.isalpha() for ch in bare):
+            return False  # tags around a number: a wrapper's exit code
+    else:
+        bare = line
+    return _HAS_WORD(bare) is not None and _NO_OUTPUT.match(bare.strip()) is None
+
+
+def is_failure(text: str, error: bool = False) -> bool:
+    """Whether a result reports a failure: the error flag, or a failure word
+    (:data:`_FAILURE`: error, not found, denied, usage:, …) in its first or
+    last 400 code points."""
+    if error:
+        return True
+    if len(text) <= 800:
+        return _FAILURE.search(text) is not None
+    return _FAILURE.search(text, 0, 400) is not None or _FAILURE.search(text, len(text) - 400) is not None
+
+
+def mask_counters(text: str) -> str:
+    """``text`` with the numbers that only count or point replaced by ``#``: line
+    numbers (``line 318``, ``a.py:12:``), addresses and hexadecimal ids, UUIDs, and
+    the numbers of a pid, port, job, attempt, request, step or id.  Failures that
+    differ only there are the same failure; quantities (``2 of 6 ready``, ``3
+    failed``) stay.
+
+    >>> mask_counters("bash: line 318: ls.dvc: command not found")
+    'bash: line #: ls.dvc: command not found'
+    >>> mask_counters("a.py:12: error at 0x7f3a (2 of 6 ready)")
+    'a.py:#: error at # (2 of 6 ready)'
+    """
+    return _COUNTER.sub(_counter, text)
