@@ -469,7 +469,7 @@ def test_d1_prime_replay_detection_false() -> None:
 
 
 def test_d2_two_keys_same_five_line_result_is_drift() -> None:
-    t = Harness()
+    t = Harness(drift_confirm=False)  # seed 001: every near-copy
     assert t.call("lookup", {"q": "a"}, FIVE)[1] == []
     _, ivs = t.call("lookup", {"q": "b"}, FIVE)
     assert summary(ivs) == [("notice", "drift", "D2", 1)]
@@ -494,7 +494,7 @@ def lines(n: int, prefix: str = "line") -> str:
 
 def test_d2_jaccard_exactly_at_threshold_fires() -> None:
     # A = 10 lines, B = its first 9: |A ∩ B| = 9, |A ∪ B| = 10 → 0.9
-    t = Harness()
+    t = Harness(drift_confirm=False)
     t.call("lookup", {"q": "a"}, lines(10))
     _, ivs = t.call("lookup", {"q": "b"}, lines(9))
     assert summary(ivs) == [("notice", "drift", "D2", 1)]
@@ -503,11 +503,11 @@ def test_d2_jaccard_exactly_at_threshold_fires() -> None:
 
 def test_d2_jaccard_below_threshold_does_not_fire() -> None:
     # A = 10 lines, B = its first 8: |A ∩ B| = 8, |A ∪ B| = 10 → 0.8 < 0.9
-    t = Harness()
+    t = Harness(drift_confirm=False)
     t.call("lookup", {"q": "a"}, lines(10))
     assert t.call("lookup", {"q": "b"}, lines(8))[1] == []
     # …but it does with overlap_threshold=0.8
-    t = Harness(overlap_threshold=0.8)
+    t = Harness(overlap_threshold=0.8, drift_confirm=False)
     t.call("lookup", {"q": "a"}, lines(10))
     _, ivs = t.call("lookup", {"q": "b"}, lines(8))
     assert summary(ivs) == [("notice", "drift", "D2", 1)] and ivs[0].evidence == {"overlap": 0.8, "lines": 8}
@@ -515,7 +515,7 @@ def test_d2_jaccard_below_threshold_does_not_fire() -> None:
 
 def test_d2_only_within_overlap_window() -> None:
     for fillers, expected in ((9, [("notice", "drift", "D2", 10)]), (10, [])):
-        t = Harness()
+        t = Harness(drift_confirm=False)
         t.call("lookup", {"q": "a"}, FIVE)
         for i in range(fillers):
             t.call("other", {"i": i}, f"filler {i}")
@@ -701,7 +701,7 @@ def test_i5_new_information_resets_the_count() -> None:
 
 
 def test_i5_breaker_as_an_intervention_after_a_call() -> None:
-    t = Harness()
+    t = Harness(drift_confirm=False)
     t.call("lookup", {"q": 0}, FIVE)
     for i in range(1, 5):
         assert summary(t.call("lookup", {"q": i}, FIVE)[1]) == [("notice", "drift", "D2", i)]
@@ -1244,7 +1244,7 @@ def test_arguments_preview_chars_zero_shows_no_arguments() -> None:
 
 def test_no_argument_or_result_values_in_evidence() -> None:
     marker, rmarker = "ARGMARKER_7731", "RESMARKER_9902"
-    t = Harness(**relaxed(circuit_break_after=3))
+    t = Harness(**relaxed(circuit_break_after=3, drift_confirm=False))
     t.call("lookup", {"q": marker}, f"{rmarker}\nb\nc\nd")
     t.call("lookup", {"q": marker + "2"}, f"{rmarker}\nb\nc\nd")  # drift
     t.request("grep", {"pattern": marker})

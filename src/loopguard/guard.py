@@ -140,6 +140,7 @@ DECISION_ACTIONS = ("allow", "notice", "deny", "cancel")
 GUARD_KINDS: dict[str, str] = {
     "repeat": "D1",
     "locked": "D1",
+    "no_effect": "D1",
     "drift": "D2",
     "error_avoidance": "D3",
     "no_progress": "D4",
@@ -256,6 +257,7 @@ class ToolGuardConfig:
     strike_window_minutes: float = 120
     # loopguard
     polling_grace: int = 1
+    success_grace: int = 0
     progress_resets_repeats: bool = True
     repeat_call_needs_same_result: bool = True
     cycle_max_period: int = 5
@@ -275,6 +277,7 @@ class ToolGuardConfig:
     root_search: Literal["allow", "notice", "deny"] = "allow"
     mask_failure_counters: bool = True
     ignore_boilerplate: bool = True
+    drift_confirm: bool = True
 
     def __post_init__(self) -> None:
         ints = {
@@ -289,6 +292,7 @@ class ToolGuardConfig:
             "repeat_call_limit": (1, _BIG),
             "strikes_before_cancel": (1, _BIG),
             "polling_grace": (0, _BIG),
+            "success_grace": (0, _BIG),
             "cycle_max_period": (2, 64),
             "cycle_notice_periods": (2, _BIG),
             "cycle_deny_periods": (2, _BIG),
@@ -303,7 +307,7 @@ class ToolGuardConfig:
                 raise ConfigError(key, value, f"an integer from {lo} to {hi}", owner="ToolGuardConfig")
         for key in ("notice_only", "replay_detection", "progress_resets_repeats",
                     "repeat_call_needs_same_result", "normalize_results", "mask_failure_counters",
-                    "ignore_boilerplate"):
+                    "ignore_boilerplate", "drift_confirm"):
             value = getattr(self, key)
             if not isinstance(value, bool):
                 raise ConfigError(key, value, "True or False", owner="ToolGuardConfig")
@@ -481,7 +485,7 @@ class _Key:
     """D1 state of one call key."""
 
     __slots__ = ("tool", "last", "same", "epoch", "denied", "escapes", "escaping", "locked", "changed",
-                 "head", "error", "lang")
+                 "head", "error", "lang", "moved", "across", "ran_at", "changes", "new_changes", "effect_at")
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
@@ -496,13 +500,19 @@ class _Key:
         self.head = ""  # the start of the last result (for I2 summaries, rendered only when denying)
         self.error = False
         self.lang = "en"
+        self.moved = False  # the world changed since its last execution (seen by before_call)
+        self.across = 0  # close executions in a row with the same result, changes in between or not
+        self.ran_at = -_BIG  # the session's execution count at its last execution
+        self.changes = 0  # the session's count of state changes at its last execution
+        self.new_changes = 0  # ... and of those made by calls never made before
+        self.effect_at = 0  # the ``across`` count at which the next no-effect notice may come
 
 
 class _Session:
     __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
                  "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
                  "streak_result", "strikes", "executions", "last_call", "blocked", "last_progress", "pending", "stalled", "call_ids", "lang",
-                 "frame", "frame_hist")
+                 "frame", "frame_hist", "drift_at", "changes", "new_changes")
 
     def __init__(self, now: float) -> None:
         self.keys: OrderedDict[str, _Key] = OrderedDict()
@@ -511,7 +521,8 @@ class _Session:
         self.epoch = 0
         self.history: deque[tuple[str, str, str]] = deque()  # (key, result hash, tool) of executions
         self.cycle_noticed: set[tuple[int, int]] = set()
-        self.watch: tuple[str, frozenset[str], int] | None = None  # D3: (tool, paths, calls since)
+        # D3: (tool, its name family, paths, the failure's words, calls since)
+        self.watch: tuple[str, str, frozenset[str], frozenset[str], int] | None = None
         self.no_new = 0  # D4
         self.streak = 0  # I5: calls with interventions since new information
         self.streak_index = -1  # last call index counted in ``streak``
@@ -530,11 +541,15 @@ class _Session:
         self.stalled = False
         self.call_ids: OrderedDict[Hashable, tuple[str, int, Decision | None]] = OrderedDict()
         self.lang = "en"
+        self.drift_at = -_BIG  # execution index of the last D2 near-copy
+        self.changes = 0  # calls that changed the world (state changes) so far
+        self.new_changes = 0  # ... made by calls never made before in the session
         self.frame: dict[int, int] = {}  # hash of an edge line -> how many of the recent results hold it
         self.frame_hist: deque[tuple[str, frozenset[int]]] = deque()  # (result hash, edge lines) of distinct results
 
 
 _SEEN_MAX = 4096
+_DRIFT_RECUR = 3  # a D2 near-copy is a notice when another came at most this many executions before
 _FRAME_RESULTS = 16  # results the session's frame (lines every result carries) is learned from
 _FRAME_EDGE = 8  # lines at each end of a result that may be frame
 _FRAME_MIN = 3  # a frame line is in at least this many of them, and in half of them
@@ -578,6 +593,50 @@ def _path_values(args: Any) -> frozenset[str]:
 
     walk(args, "", 0)
     return frozenset(out)
+
+
+_WORD = re.compile(r"[^\W_]{3,}")
+
+
+def _words(text: str) -> frozenset[str]:
+    """The words (3+ letters or digits, lower-cased) of a failure message."""
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def _arg_words(args: Any) -> frozenset[str]:
+    """The words of a call's argument values (read, never stored: D3 compares them with the
+    failure message's words)."""
+    out: set[str] = set()
+    stack: list[tuple[Any, int]] = [(args, 0)]
+    while stack and len(out) < 256:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            out.update(w.lower() for w in _WORD.findall(value[:2048]))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.update(_WORD.findall(repr(value)))
+        elif depth < 20 and isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif depth < 20 and isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
+    return frozenset(out - _COMMON_WORDS)
+
+
+#: Words too common in failure messages to tie a call to one.
+_COMMON_WORDS = frozenset({"error", "the", "and", "not", "found", "failed", "for", "with", "true", "false", "none",
+                           "null", "file", "line", "name", "value", "type", "must", "cannot", "invalid"})
+
+
+def _tool_words(tool: str) -> str:
+    """A tool's name as lower-case words joined by ``_``, ending with ``_``."""
+    return "".join(w.lower() + "_" for w in _WORD_SPLIT.split(tool) if w)
+
+
+def _family(tool: str) -> str:
+    """A tool's name family: its words but the last (``_tool_words`` form), when at least two
+    remain (``find_user_id_by_email`` → ``find_user_id_by_``: ``find_user_id_by_name_zip``,
+    whose words start so, is another way to the same thing); ``""`` otherwise."""
+    words = [w for w in _WORD_SPLIT.split(tool) if w]
+    return "".join(w.lower() + "_" for w in words[:-1]) if len(words) >= 3 else ""
 
 
 def _norm_path(value: str) -> str:
@@ -804,7 +863,8 @@ class ToolGuard:
     def _limit(self, s: _Session, k: _Key) -> int:
         if s.replay:
             return 1
-        return self.config.repeat_limit + (self.config.polling_grace if k.changed else 0)
+        return self.config.repeat_limit + (self.config.polling_grace if k.changed else 0) \
+            + (0 if k.error else self.config.success_grace)
 
     def _broken_chain(self, s: _Session, k: _Key) -> bool:
         return self.config.progress_resets_repeats and k.epoch != s.epoch
@@ -982,6 +1042,7 @@ class ToolGuard:
             if self._broken_chain(s, k):
                 k.same, k.locked, k.denied, k.escapes, k.escaping = 0, False, False, 0, False
                 k.epoch = s.epoch
+                k.moved = True
             s.keys.move_to_end(key)
             digest = (k.last or "")[:16]
             if k.locked:
@@ -1103,7 +1164,8 @@ class ToolGuard:
         # D1 chain
         fresh = key not in s.keys  # a call never made in this session (or long evicted)
         k = self._key(s, key, tool)
-        moved = k.epoch != s.epoch  # the world changed since this key last ran
+        moved = k.moved or k.epoch != s.epoch  # the world changed since this key last ran
+        k.moved = False
         previous = k.last
         if self._broken_chain(s, k):
             k.same, k.locked, k.denied, k.escapes = 0, False, False, 0
@@ -1131,8 +1193,26 @@ class ToolGuard:
                 k.changed = True
             k.last, k.same, k.escapes, k.denied = digest, 1, 0, False
         k.denied = False
+        # the same result again, a few calls after the last one, although the world changed in
+        # between (an edit, then the same test output): the changes have no effect on it -- a
+        # notice every repeat_limit + 1 such results (D1 counts the repeats within one state)
+        close = s.executions - k.ran_at <= cfg.cycle_max_period  # (an A-B loop: edit, test, edit, test)
+        k.across = k.across + 1 if digest == previous and close else 1
+        k.ran_at = s.executions
+        # a call since its last execution changed the world, and every such change repeated an
+        # earlier one (the same edit again: a loop; a new edit is the agent trying something new)
+        changed = s.changes != k.changes and s.new_changes == k.new_changes
+        if k.across == 1:
+            k.effect_at = cfg.repeat_limit + 1
+        if changed and digest == previous and k.same < k.across and k.across >= k.effect_at \
+                and cfg.progress_resets_repeats:
+            k.effect_at = k.across + cfg.repeat_limit + 1  # the next notice of this streak
+            out.append(Intervention("notice", "no_effect", "D1",
+                                    messages.render("no_effect_notice", lang, tool=tool, count=k.across,
+                                                    digest=digest[:16]),
+                                    tool, index, {"count": k.across, "hash": digest[:16]}))
         k.head = text[: cfg.result_summary_chars * 2 + 256]
-        k.error = error
+        k.error = failure or error
         # D2 drift against other keys' recent results, on the lines that carry content
         lines = result_lines(text if isinstance(value, (str, bytes, bytearray, memoryview)) else value)
         if cfg.ignore_boilerplate:
@@ -1151,6 +1231,10 @@ class ToolGuard:
                     *(o for kk, _, o in s.recent if kk != key)
                 ):
                     drift = True
+                    recurs = s.executions - s.drift_at <= _DRIFT_RECUR
+                    s.drift_at = s.executions
+                    if not recurs and cfg.drift_confirm:
+                        break  # one near-copy is no new information; a second one soon after is a notice
                     out.append(Intervention("notice", "drift", "D2",
                                             messages.render("drift_notice", lang, tool=tool, other=other_tool,
                                                             overlap=overlap, lines=len(lines)),
@@ -1166,21 +1250,30 @@ class ToolGuard:
         s.seen.move_to_end(pair)
         while len(s.seen) > _SEEN_MAX:
             s.seen.popitem(last=False)
-        if new and fresh:  # a new action brought new information: the world may have changed
+        # a call that changes the world (a write, an edit, a checkout, an install, a change of
+        # directory): the next identical read or test is a new action -- unless it repeats
+        # itself with nothing changed in between (the same edit, the same result)
+        state = (fresh or moved or digest != previous) and (
+            self._state_tool(tool) or (facts is not None and facts.changes))
+        if (new and fresh) or state:  # a new action brought new information: the world may have changed
             s.epoch += 1
-        elif fresh or moved or digest != previous:
-            # a call that changes the world (a write, an edit, a checkout, an install, a change
-            # of directory): the next identical read or test is a new action -- unless it repeats
-            # itself with nothing changed in between (the same edit, the same result)
-            if self._state_tool(tool) or (facts is not None and facts.changes):
-                s.epoch += 1
+        if state:
+            s.changes += 1
+            s.new_changes += fresh
+        k.changes, k.new_changes = s.changes, s.new_changes
         k.epoch = s.epoch
-        # D3 error avoidance
-        if error:
-            s.watch = (tool, _path_values(args), 0)
+        # D3 error avoidance: a failure that says something (an empty failure -- grep's "no
+        # match" -- has no message to avoid), then steps that do not remedy it
+        if error and (lines or not cfg.ignore_boilerplate):
+            s.watch = (tool, _family(tool), _path_values(args), _words(text[:2000]) if cfg.ignore_boilerplate
+                       else frozenset(), 0)
+        elif error:
+            s.watch = None
         elif s.watch is not None:
-            w_tool, w_paths, steps = s.watch
-            if tool == w_tool or _matches(tool, cfg.remedial_tools) or (_path_values(args) & w_paths):
+            w_tool, w_family, w_paths, w_words, steps = s.watch
+            if tool == w_tool or _matches(tool, cfg.remedial_tools) or (_path_values(args) & w_paths) \
+                    or (w_family and _tool_words(tool).startswith(w_family)) \
+                    or (w_words and _arg_words(args) & w_words):
                 s.watch = None
             else:
                 steps += 1
@@ -1191,7 +1284,7 @@ class ToolGuard:
                                                             remedial="`, `".join(cfg.remedial_tools)),
                                             tool, index, {"steps": steps}))
                 else:
-                    s.watch = (w_tool, w_paths, steps)
+                    s.watch = (w_tool, w_family, w_paths, w_words, steps)
         # cycles
         s.history.append((key, digest, tool))
         s.executions += 1

@@ -94,6 +94,17 @@ TEMPLATES: dict[str, dict[str, str]] = {
             "换个说法调用不会带来新信息。请使用已有结果，或改变你要查的内容。"
         ),
     },
+    "no_effect_notice": {
+        "en": (
+            "[loopguard] `{tool}` has returned the same result {count} times in a row (hash {digest}), "
+            "although the calls in between changed things: those changes do not change its outcome. "
+            "Step back and look for the cause elsewhere before you change and re-run it again."
+        ),
+        "zh": (
+            "[loopguard] `{tool}` 已连续 {count} 次返回相同结果（哈希 {digest}），尽管其间的调用做了修改："
+            "这些修改没有改变它的结果。请先退一步到别处寻找原因，再继续修改和重跑。"
+        ),
+    },
     "error_notice": {
         "en": (
             "[loopguard] `{tool}` failed {steps} calls ago and nothing since has addressed the error "
