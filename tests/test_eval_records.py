@@ -173,12 +173,23 @@ def test_bad_gzip_and_missing_path_exit_2(capsys: pytest.CaptureFixture[str], tm
 
 
 def test_only_non_text_records_is_not_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "traj.jsonl", [{"calls": [], "label": "clean"}] * 3)
+    path = write_jsonl(tmp_path / "other.jsonl", [{"prompt": "x", "label": "clean"}] * 3)
     code, out, err = run(capsys, "eval", path)
     assert code == 0 and err == ""
     assert "0 text records from 1 file" in out and f"skipped: 3 {SKIP_NOT_TEXT}" in out
     code, out, _ = run(capsys, "eval", path, "--json")
     assert json.loads(out)["records"]["skipped"] == {SKIP_NOT_TEXT: 3}
+
+
+def test_trajectory_records_are_runs_not_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "traj.jsonl", [{"calls": [], "label": "clean"}] * 3)
+    code, out, err = run(capsys, "eval", path)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == "runs: 3 trajectories (0 calls) from 1 file (3 clean, 0 loop, 0 null; skipped: none)"
+    assert "text records" not in out
+    code, out, _ = run(capsys, "eval", path, "--json")
+    got = json.loads(out)
+    assert "records" not in got and got["runs"]["runs"] == 3 and got["runs"]["summary"]["clean"]["n"] == 3
 
 
 # --------------------------------------------------------------------------- replay and summary

@@ -25,6 +25,7 @@ from . import __version__
 from .config import PROFILES, TextConfig
 from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
+from .evaluate_runs import RUN_GROUP_KEYS
 from .redact import one_line, redact_secrets
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
 from .text import CHANNELS, Detection, TextLoopDetector
@@ -406,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.set_defaults(run=_scan_command)
     evaluate = commands.add_parser(
         "eval",
-        help="measure the detectors against labelled cases (DIR/index.json) or text records (.jsonl)",
+        help="measure the detectors against labelled cases (DIR/index.json), text records or trajectories (.jsonl)",
         description=_EVAL_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -414,13 +415,14 @@ def build_parser() -> argparse.ArgumentParser:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="a case folder (holding index.json), a .jsonl / .jsonl.gz file of text records, "
-        "or a folder of such files (walked recursively, sorted)",
+        help="a case folder (holding index.json), a .jsonl / .jsonl.gz file of text records or "
+        "trajectory records, or a folder of such files (walked recursively, sorted)",
     )
     evaluate.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object: profile, cases, summary, by_detector (case folder); records (JSON Lines)",
+        help="print one JSON object: profile, cases, summary, by_detector (case folder); records (text "
+        "records); runs (trajectories)",
     )
     evaluate.add_argument(
         "--profile",
@@ -431,8 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--by",
         action="append",
-        choices=list(GROUP_KEYS),
-        help="records: also report per task or per model (repeatable)",
+        choices=sorted({*GROUP_KEYS, *RUN_GROUP_KEYS}),
+        help="records: also report per task or model; trajectories: per agent, model or task (repeatable)",
     )
     evaluate.add_argument(
         "--worst",
@@ -538,8 +540,18 @@ records cut and noticed, with Wilson 95% intervals; loops cut (recall, Wilson
 interval), latency p50/p90 (stop - loop_start, code points) and early stops
 (before loop_start); null records cut/noticed (not in the rates); --by
 groups; the --worst clean records cut or noticed, with evidence and context
-around the cut. Lines that are not text records (e.g. trajectories with
-"calls") are skipped and counted.
+around the cut.
+
+Trajectory records ({"calls": [{"tool", "args", "result", "error"}],
+"label": "clean"|"loop"|"null", "id", "agent", "model", "task", "note" with
+loop_start/loop_deadline; e.g. shared/data/real/agentbench) in the same
+files or folders: each run goes through a fresh ToolGuard (default config),
+before_call then after_call with the recorded result. Printed: clean runs
+denied or cancelled and noticed (Wilson 95% intervals) with the rules, loops
+caught by their deadline (the 4th repeated call), the median loop calls to
+the first action, null runs; --by agent|model|task groups; the --worst clean
+runs denied or cancelled (call index, rule, tool; never an argument).
+Other lines are skipped and counted.
 
 exit status: 0 (whatever the results), 2 unreadable input: a missing path,
 an invalid index or case file, a line that is not JSON (named on stderr with
@@ -577,6 +589,32 @@ def _eval_profiles(asked: Sequence[str] | None) -> list[str]:
 
 
 @contextlib.contextmanager
+def _spinner(label: str) -> Iterator[Callable[[], None]]:
+    """A transient rich counter on stderr (items of unknown total), started on the
+    first advance; only on a terminal."""
+    if not sys.stderr.isatty():
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    progress = Progress(console=Console(stderr=True), transient=True, redirect_stdout=False, redirect_stderr=True)
+    tasks: list[Any] = []
+
+    def advance() -> None:
+        if not tasks:
+            progress.start()
+            tasks.append(progress.add_task(label, total=None))
+        progress.advance(tasks[0])
+
+    try:
+        yield advance
+    finally:
+        if tasks:
+            progress.stop()
+
+
+@contextlib.contextmanager
 def _lazy_progress(total: int, label: str) -> Iterator[Callable[[], None]]:
     """A transient rich progress bar on stderr, started on the first advance.
 
@@ -605,8 +643,11 @@ def _lazy_progress(total: int, label: str) -> Iterator[Callable[[], None]]:
             progress.stop()
 
 
-def _load_eval_inputs(paths: Sequence[str]) -> tuple[list[tuple[str, list[Case]]], RecordSet | None]:
-    """Case folders (in order) and the text records of every other path.
+def _load_eval_inputs(
+    paths: Sequence[str], on_run: Callable[[Any, str, int], bool] | None = None
+) -> tuple[list[tuple[str, list[Case]]], RecordSet | None]:
+    """Case folders (in order) and the text records of every other path
+    (trajectory records go to ``on_run``, replayed as they are read).
 
     Raises
     ------
@@ -627,20 +668,26 @@ def _load_eval_inputs(paths: Sequence[str]) -> tuple[list[tuple[str, list[Case]]
             raise InputError("no index.json and no .jsonl / .jsonl.gz files", path=path)  # pragma: no cover
         else:
             record_paths.append(path)
-    return folders, load_records(record_paths) if record_paths else None
+    return folders, load_records(record_paths, on_run) if record_paths else None
 
 
 def _eval_command(args: argparse.Namespace) -> int:
     from .evaluate import evaluate, format_summary, format_table, render_rich_table
     from .evaluate_records import evaluate_records, format_records
+    from .evaluate_runs import RunCollector, format_runs
 
     profiles = _eval_profiles(args.profile)
     by = list(dict.fromkeys(args.by or []))
     try:
-        folders, records = _load_eval_inputs(args.paths)
+        with _spinner("replaying trajectories") as advance_run:
+            collector = RunCollector(on_run=advance_run)
+            folders, records = _load_eval_inputs(args.paths, collector)
     except InputError as exc:
         print(f"loopguard: error: {_show(str(exc))}", file=sys.stderr)
         return 2
+    runs_report = collector.report if collector.report.results or collector.report.skipped else None
+    if records is not None and not records.records and not records.skipped and runs_report is not None:
+        records = None  # only trajectories
     runs = []
     for directory, cases in folders:
         for profile in profiles:
@@ -657,6 +704,8 @@ def _eval_command(args: argparse.Namespace) -> int:
             out["case_runs"] = [{"dir": directory, **report.to_dict()} for directory, report in runs]
         if records_report is not None:
             out["records"] = records_report.to_dict(by=by, worst=args.worst)
+        if runs_report is not None:
+            out["runs"] = runs_report.to_dict(by=by, worst=args.worst)
         _write([json.dumps(out)])
         return 0
     for n, (directory, report) in enumerate(runs):
@@ -669,9 +718,11 @@ def _eval_command(args: argparse.Namespace) -> int:
             _write(["", *format_summary(report)])
         else:
             _write([*format_table(report), "", *format_summary(report)])
+    worst = 10 if args.worst is None else args.worst
     if records_report is not None:
-        worst = 10 if args.worst is None else args.worst
         _write(([""] if runs else []) + format_records(records_report, by=by, worst=worst))
+    if runs_report is not None:
+        _write(([""] if runs or records_report is not None else []) + format_runs(runs_report, by=by, worst=worst))
     return 0
 
 

@@ -318,7 +318,7 @@ def _parse(obj: Any, path: str, line: int) -> TextRecord | str:
     )
 
 
-def load_records(paths: Iterable[str]) -> RecordSet:
+def load_records(paths: Iterable[str], on_run: Callable[[Any, str, int], bool] | None = None) -> RecordSet:
     """Read the text records of JSON Lines files and folders.
 
     Parameters
@@ -327,6 +327,11 @@ def load_records(paths: Iterable[str]) -> RecordSet:
         Files and folders (see :func:`record_files`); a file named twice is
         read once.  Gzip is recognised by its magic bytes.  Blank lines are
         ignored.
+    on_run : callable, optional
+        Called with ``(object, file, line)`` for every parsed line before it
+        is read as a text record; when it returns ``True`` the object was
+        taken (a trajectory record: :class:`loopguard.evaluate_runs.RunCollector`)
+        and is neither a record nor skipped.
 
     Returns
     -------
@@ -357,6 +362,8 @@ def load_records(paths: Iterable[str]) -> RecordSet:
                     raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=name, line=line) from None
                 except RecursionError:
                     raise InputError("invalid JSON: nested too deeply", path=name, line=line) from None
+                if on_run is not None and on_run(obj, name, line):
+                    continue
                 parsed = _parse(obj, name, line)
                 if isinstance(parsed, str):
                     out.skipped[parsed] += 1

@@ -112,6 +112,7 @@ from .results import (
     DEFAULT_VOLATILE_FIELDS,
     content_line,
     is_failure,
+    says_nothing,
     mask_counters,
     normalized,
     result_lines,
@@ -159,7 +160,8 @@ DEFAULT_SHELL_TOOLS: tuple[str, ...] = (
     "execute_bash", "exec", "run_terminal_cmd", "Bash", "local_shell", "container.exec",
 )
 #: Tools that change the world, matched (case-insensitively, as globs) against the tool's
-#: name and against its first word (``update_reservation`` → ``update``; ``MultiEdit`` → ``multi``).
+#: name and its first and last words (``update_reservation`` → ``update``; ``memory_save`` →
+#: ``save``; ``TodoWrite`` → ``write``).
 DEFAULT_STATE_TOOLS: tuple[str, ...] = (
     "write*", "edit*", "multiedit", "notebookedit", "create*", "update*", "set", "add", "delete*",
     "remove*", "insert*", "modify*", "change*", "book*", "cancel*", "move*", "rename*", "copy*", "install*",
@@ -512,7 +514,7 @@ class _Session:
     __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
                  "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
                  "streak_result", "strikes", "executions", "last_call", "blocked", "last_progress", "pending", "stalled", "call_ids", "lang",
-                 "frame", "frame_hist", "drift_at", "changes", "new_changes")
+                 "frame", "frame_hist", "drift_at", "changes", "new_changes", "reworded")
 
     def __init__(self, now: float) -> None:
         self.keys: OrderedDict[str, _Key] = OrderedDict()
@@ -542,6 +544,8 @@ class _Session:
         self.call_ids: OrderedDict[Hashable, tuple[str, int, Decision | None]] = OrderedDict()
         self.lang = "en"
         self.drift_at = -_BIG  # execution index of the last D2 near-copy
+        # per tool: (hashes of its last call's argument words, its call key, result hash, reworded calls in a row)
+        self.reworded: OrderedDict[str, tuple[frozenset[int], str, str, int]] = OrderedDict()
         self.changes = 0  # calls that changed the world (state changes) so far
         self.new_changes = 0  # ... made by calls never made before in the session
         self.frame: dict[int, int] = {}  # hash of an edge line -> how many of the recent results hold it
@@ -549,6 +553,8 @@ class _Session:
 
 
 _SEEN_MAX = 4096
+_REWORD_SHARE = 0.5  # a reworded call shares at least half of its argument words (Jaccard) with the last one
+_REWORD_TOOLS = 64  # tools whose last call the session remembers (as hashes) for rewording
 _DRIFT_RECUR = 3  # a D2 near-copy is a notice when another came at most this many executions before
 _FRAME_RESULTS = 16  # results the session's frame (lines every result carries) is learned from
 _FRAME_EDGE = 8  # lines at each end of a result that may be frame
@@ -612,7 +618,8 @@ def _arg_words(args: Any) -> frozenset[str]:
         value, depth = stack.pop()
         if isinstance(value, str):
             out.update(w.lower() for w in _WORD.findall(value[:2048]))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        elif isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)
+                                          and value.bit_length() <= 256):  # (no 4,300-digit text)
             out.update(_WORD.findall(repr(value)))
         elif depth < 20 and isinstance(value, Mapping):
             stack.extend((v, depth + 1) for v in value.values())
@@ -777,13 +784,13 @@ class ToolGuard:
 
     def _state_tool(self, tool: str) -> bool:
         """Whether ``tool`` changes the world by its name (``state_tools`` globs, matched
-        without case against the name and its first word)."""
+        without case against the name, its first word and its last word: ``update_order``,
+        ``memory_save``, ``TodoWrite``)."""
         known = self._state_cache.get(tool)
         if known is None:
-            low = tool.lower()
-            first = next((w for w in _WORD_SPLIT.split(tool) if w), tool).lower()
-            known = any(fnmatch.fnmatchcase(low, g.lower()) or fnmatch.fnmatchcase(first, g.lower())
-                        for g in self.config.state_tools)
+            words = [w.lower() for w in _WORD_SPLIT.split(tool) if w] or [tool.lower()]
+            names = {tool.lower(), words[0], words[-1]}
+            known = any(fnmatch.fnmatchcase(name, g.lower()) for name in names for g in self.config.state_tools)
             if len(self._state_cache) < 4096:
                 self._state_cache[tool] = known
         return known
@@ -1161,6 +1168,10 @@ class ToolGuard:
             return []
         lang = self._lang(s, text[:2000])
         out: list[Intervention] = []
+        # the result's lines that carry content (D2 compares them; an empty failure starts no D3 watch)
+        lines = result_lines(text if isinstance(value, (str, bytes, bytearray, memoryview)) else value)
+        if cfg.ignore_boilerplate:
+            lines = self._content(s, text, lines, digest)
         # D1 chain
         fresh = key not in s.keys  # a call never made in this session (or long evicted)
         k = self._key(s, key, tool)
@@ -1204,7 +1215,10 @@ class ToolGuard:
         changed = s.changes != k.changes and s.new_changes == k.new_changes
         if k.across == 1:
             k.effect_at = cfg.repeat_limit + 1
-        if changed and digest == previous and k.same < k.across and k.across >= k.effect_at \
+        # a read or a test -- or a change that failed (it changed nothing) or that shows the state it
+        # left (3+ lines of content, not an acknowledgment): its result is an observation
+        probe = failure or len(lines) >= 3 or not (self._state_tool(tool) or (facts is not None and facts.changes))
+        if probe and changed and digest == previous and k.same < k.across and k.across >= k.effect_at \
                 and cfg.progress_resets_repeats:
             k.effect_at = k.across + cfg.repeat_limit + 1  # the next notice of this streak
             out.append(Intervention("notice", "no_effect", "D1",
@@ -1214,9 +1228,6 @@ class ToolGuard:
         k.head = text[: cfg.result_summary_chars * 2 + 256]
         k.error = failure or error
         # D2 drift against other keys' recent results, on the lines that carry content
-        lines = result_lines(text if isinstance(value, (str, bytes, bytearray, memoryview)) else value)
-        if cfg.ignore_boilerplate:
-            lines = self._content(s, text, lines, digest)
         drift = False
         if len(lines) >= 3:
             for other_key, other_tool, other_lines in reversed(s.recent):
@@ -1243,6 +1254,30 @@ class ToolGuard:
         s.recent.append((key, tool, lines))
         while len(s.recent) > cfg.overlap_window:
             s.recent.popleft()
+        # a reworded call (same tool, most argument words shared, other key) with the identical answer:
+        # rewording does not bring new information (D2 for results of any length; a memory saved
+        # again in other words) -- no new information from the first, a notice from the second on
+        # (a question, or a change that failed: a change's receipt says nothing about whether two
+        # changes were the same -- a to-do list updated again is progress; not a shell command:
+        # other commands are other actions, whatever words they share)
+        if cfg.drift_confirm and lines and not drift and facts is None and (failure or not self._state_tool(tool)):
+            words = frozenset(hash(w) for w in _arg_words(args))
+            last = s.reworded.get(tool)
+            count = 0
+            if last is not None and last[1] != key and last[2] == digest and words and last[0]:
+                shared = len(words & last[0])
+                if shared >= _REWORD_SHARE * (len(words) + len(last[0]) - shared):
+                    count = last[3] + 1
+            s.reworded[tool] = (words, key, digest, count)
+            s.reworded.move_to_end(tool)
+            while len(s.reworded) > _REWORD_TOOLS:
+                s.reworded.popitem(last=False)
+            if count:
+                drift = True
+                if count >= 2:
+                    out.append(Intervention("notice", "drift", "D2",
+                                            messages.render("reworded_notice", lang, tool=tool, count=count + 1),
+                                            tool, index, {"calls": count + 1, "reworded": True}))
         # new information?
         pair = hash((key, digest))
         new = pair not in s.seen and not drift
@@ -1332,6 +1367,8 @@ class ToolGuard:
         need = max(_FRAME_MIN, (len(hist) + 1) // 2)
         out = frozenset(line for line in lines
                         if content_line(line) and frame.get(hash(line), 0) < need)
+        if out and says_nothing(lines):
+            out = frozenset()  # "no output", framed by a prompt: nothing
         if any(d == digest for d, _ in hist):
             return out
         rows = text.splitlines()

@@ -94,6 +94,17 @@ TEMPLATES: dict[str, dict[str, str]] = {
             "换个说法调用不会带来新信息。请使用已有结果，或改变你要查的内容。"
         ),
     },
+    "reworded_notice": {
+        "en": (
+            "[loopguard] `{tool}` has been called {count} times in a row with reworded arguments and has "
+            "returned the same result each time: rewording the call does not bring new information. "
+            "Use the result you have, or change what you ask for."
+        ),
+        "zh": (
+            "[loopguard] `{tool}` 已连续 {count} 次以换了说法的参数调用，每次都返回相同结果："
+            "换个说法调用不会带来新信息。请使用已有结果，或改变你要查的内容。"
+        ),
+    },
     "no_effect_notice": {
         "en": (
             "[loopguard] `{tool}` has returned the same result {count} times in a row (hash {digest}), "

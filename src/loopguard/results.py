@@ -37,6 +37,10 @@ from .redact import redact_secrets
 
 __all__ = [
     "DEFAULT_VOLATILE_FIELDS",
+    "content_line",
+    "is_failure",
+    "mask_counters",
+    "says_nothing",
     "normalize_result",
     "normalized_text",
     "result_digest",
@@ -493,11 +497,29 @@ _NO_OUTPUT = re.compile(
     r"|(?:the )?output (?:is|was) empty|nothing to (?:show|display|report)|(?:done|ok|okay|success(?:ful)?)"
     r"|none|null|true|false)[\W_]*$"
 )
+#: A line that states the command printed nothing: a short result holding one says nothing,
+#: whatever frame (prompt, working directory) surrounds it.
+_NOTHING = re.compile(
+    r"(?i)(?:did not|didn't) produce any output|\bno output\b|produced no output|output (?:is|was) empty"
+    r"|^\W*\(?empty(?: output| result)?\)?\W*$"
+)
+
+
+def says_nothing(lines: frozenset[str]) -> bool:
+    """Whether a short result (at most 8 lines) states that there was no output
+    (``Your command ran successfully and did not produce any output.``).
+
+    >>> says_nothing(frozenset({"(no output)", "bash-$"})), says_nothing(frozenset({"x = 1"}))
+    (True, False)
+    """
+    return len(lines) <= 8 and any(_NOTHING.search(line) for line in lines)
+
+
 #: Words that say a result reports a failure (checked near its start and end).
 _FAILURE = re.compile(
     r"(?i)\b(?:error|errno|exception|traceback|fatal|failed|failure|denied|forbidden|unauthori[sz]ed"
-    r"|not found|no such file|no such|cannot|can't|could not|couldn't|unable to|invalid|illegal"
-    r"|unrecognized|unknown (?:command|option|argument)|usage:|timed out|refused|malformed)\b"
+    r"|not found|no such file|no such|cannot|can't|could not|couldn't|unable to|invalid|illegal|missing"
+    r"|unrecognized|unknown (?:command|option|argument)|timed out|refused|malformed)\b|\busage:"
 )
 #: Numbers that only count or point (a line number, a file position, an address, a process,
 #: an attempt, an id), not quantities of the outcome ("2 of 6 ready" stays).
