@@ -558,7 +558,7 @@ _REWORD_TOOLS = 64  # tools whose last call the session remembers (as hashes) fo
 _DRIFT_RECUR = 3  # a D2 near-copy is a notice when another came at most this many executions before
 _FRAME_RESULTS = 16  # results the session's frame (lines every result carries) is learned from
 _FRAME_EDGE = 8  # lines at each end of a result that may be frame
-_FRAME_MIN = 3  # a frame line is in at least this many of them, and in half of them
+_FRAME_MIN = 3  # a frame line is in at least this many of them, and in 3 of 4 of them
 _SHELL_CACHE_MAX = 4096
 
 
@@ -1254,13 +1254,14 @@ class ToolGuard:
         s.recent.append((key, tool, lines))
         while len(s.recent) > cfg.overlap_window:
             s.recent.popleft()
-        # a reworded call (same tool, most argument words shared, other key) with the identical answer:
-        # rewording does not bring new information (D2 for results of any length; a memory saved
-        # again in other words) -- no new information from the first, a notice from the second on
+        # a reworded call (same tool, most argument words shared, other key) with the identical short
+        # answer (fewer than 3 lines: D2 compares the longer ones): rewording does not bring new
+        # information -- no new information from the first, a notice from the second on
         # (a question, or a change that failed: a change's receipt says nothing about whether two
         # changes were the same -- a to-do list updated again is progress; not a shell command:
         # other commands are other actions, whatever words they share)
-        if cfg.drift_confirm and lines and not drift and facts is None and (failure or not self._state_tool(tool)):
+        if cfg.drift_confirm and 0 < len(lines) < 3 and not drift and facts is None \
+                and (failure or not self._state_tool(tool)):
             words = frozenset(hash(w) for w in _arg_words(args))
             last = s.reworded.get(tool)
             count = 0
@@ -1359,21 +1360,30 @@ class ToolGuard:
     def _content(self, s: _Session, text: str, lines: frozenset[str], digest: str) -> frozenset[str]:
         """The lines of a result that carry content: not markup or "no output" lines
         (:func:`loopguard.results.content_line`), not the session's frame -- lines at the
-        edges of at least half (and at least 3) of its last 16 *distinct* results (a
+        edges of at least 3 in 4 (and at least 3) of its last 16 *distinct* results (a
         prompt, the working directory, an exit-code wrapper: what every result carries
         around different content; one result returned again and again is not a frame).
         Learns the frame from this result's edge lines afterwards."""
         frame, hist = s.frame, s.frame_hist
-        need = max(_FRAME_MIN, (len(hist) + 1) // 2)
-        out = frozenset(line for line in lines
-                        if content_line(line) and frame.get(hash(line), 0) < need)
+        need = max(_FRAME_MIN, (3 * len(hist) + 3) // 4)
+        if len(lines) <= 8:
+            out = frozenset(line for line in lines if content_line(line))
+        else:  # a long result: only tagged lines can be markup (and no line says "nothing")
+            out = lines.difference([line for line in lines if "<" in line and not content_line(line, False)])
+        framed = [h for h, n in frame.items() if n >= need]
+        if framed:
+            drop = frozenset(framed)
+            out = frozenset(line for line in out if hash(line) not in drop)
         if out and says_nothing(lines):
             out = frozenset()  # "no output", framed by a prompt: nothing
         if any(d == digest for d, _ in hist):
             return out
-        rows = text.splitlines()
-        if len(rows) > 2 * _FRAME_EDGE:
-            rows = rows[:_FRAME_EDGE] + rows[-_FRAME_EDGE:]
+        if len(text) > 4000:  # the edges only (a frame line is short)
+            rows = text[:2000].splitlines()[:_FRAME_EDGE] + text[-2000:].splitlines()[-_FRAME_EDGE:]
+        else:
+            rows = text.splitlines()
+            if len(rows) > 2 * _FRAME_EDGE:
+                rows = rows[:_FRAME_EDGE] + rows[-_FRAME_EDGE:]
         edge = frozenset(hash(r.strip()) for r in rows)
         hist.append((digest, edge))
         for h in edge:

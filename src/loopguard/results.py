@@ -106,6 +106,7 @@ _TOKEN_BYTES = bytes(
 )
 _VOLATILE = "<volatile>"
 _HAS_WORD = re.compile(r"[^\W_]").search
+_WORD_LINE = re.compile(r"(?m)^.*[^\W_].*$")
 
 
 def _field_key(name: str) -> str:
@@ -455,7 +456,8 @@ def result_lines(result: Any) -> frozenset[str]:
         except Exception:  # noqa: BLE001 - as in result_text
             text = _fallback_text(result)
     lines = set(map(str.strip, text.splitlines()[:_MAX_LINES]))
-    return frozenset(line for line in lines if _HAS_WORD(line))
+    # the lines with a letter or digit, in one pass of the C matcher (lines hold no "\n" now)
+    return frozenset(_WORD_LINE.findall("\n".join(lines)))
 
 
 def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -> str:
@@ -538,11 +540,12 @@ def _counter(match: re.Match[str]) -> str:
     return f"{match.group(3)}:#" if match.group(3) else "#"
 
 
-def content_line(line: str) -> bool:
+def content_line(line: str, short: bool = True) -> bool:
     """Whether a (stripped) result line says something: not only markup tags and
     digits/punctuation (``<returncode>0</returncode>``, ``</output>``), not a
     "nothing to say" line (``(no output)``, "Your command ran successfully and did
-    not produce any output.", ``OK``, ``[]``).
+    not produce any output.", ``OK``, ``[]``).  ``short=False`` (a line of a result
+    of more than 8 lines) skips the "nothing to say" test: a long result says something.
 
     >>> [content_line(x) for x in ("<returncode>0</returncode>", "(no output)", "x = 1")]
     [False, False, True]
@@ -551,9 +554,26 @@ def content_line(line: str) -> bool:
         bare = _TAG.sub("", line)
         if bare != line and not any(ch.isalpha() for ch in bare):
             return False  # tags around a number: a wrapper's exit code
+    elif not short:
+        return _HAS_WORD(line) is not None
     else:
         bare = line
-    return _HAS_WORD(bare) is not None and _NO_OUTPUT.match(bare.strip()) is None
+    if _HAS_WORD(bare) is None:
+        return False
+    return not short or len(bare) > 200 or _NO_OUTPUT.match(bare.strip()) is None
+
+
+#: Literal pieces one of which every failure word holds (a C substring scan first).
+_FAILURE_HINTS = ("err", "exception", "traceback", "fatal", "fail", "denied", "forbidden", "unauthori",
+                  "not found", "no such", "cannot", "can't", "could", "unable", "invalid", "illegal", "missing",
+                  "unrecognized", "unknown", "timed out", "refused", "malformed", "usage:")
+
+
+_FAILURE_HINT = re.compile("|".join(re.escape(h) for h in _FAILURE_HINTS))
+
+
+def _failure_in(window: str) -> bool:
+    return _FAILURE_HINT.search(window.lower()) is not None and _FAILURE.search(window) is not None
 
 
 def is_failure(text: str, error: bool = False) -> bool:
@@ -563,8 +583,8 @@ def is_failure(text: str, error: bool = False) -> bool:
     if error:
         return True
     if len(text) <= 800:
-        return _FAILURE.search(text) is not None
-    return _FAILURE.search(text, 0, 400) is not None or _FAILURE.search(text, len(text) - 400) is not None
+        return _failure_in(text)
+    return _failure_in(text[:400]) or _failure_in(text[-400:])
 
 
 def mask_counters(text: str) -> str:
