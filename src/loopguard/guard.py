@@ -29,6 +29,22 @@ Rules (seed names; the texts are in :mod:`loopguard.messages`):
   (the world changed).  A repeated call whose result changed (a clock, an
   uptime, a poll) is not a new action, so a failing call alternated with
   such a probe is still caught.
+  *What counts as information* (issue 15; ``docs/tools.md``): a call that
+  changes the world -- its name, first or last word in ``state_tools`` (``edit``,
+  ``update_order``, ``memory_save``, SWE-agent's ``open``), or a shell command
+  that writes, edits in place, copies, checks out, installs or changes
+  directory (:mod:`loopguard.shell`, ``state_commands``) -- starts a new epoch
+  when it is new, something changed since it last ran, or its result changed
+  (the same change again with nothing in between is a repeat).  A failure (the
+  error flag, or a failure word near its start or end) is hashed with its
+  counters masked (``mask_failure_counters``: line numbers, addresses, ids), so
+  ``line 318: x: command not found`` and ``line 319: …`` are one failure.
+  *No effect*: an observation (not a change, or a failed one, or one whose
+  result shows 3+ lines) returning the same result for the 3rd time in a row,
+  each within ``cycle_max_period`` calls of the last, with only repeated
+  changes in between, gets a notice (``no_effect``; again every
+  ``repeat_limit + 1``).  ``success_grace`` (0) adds to the limit of a key
+  whose last result was not a failure.
 * A result the host reports for a request that was denied or cancelled
   (seed 001 routes denials through the result pipeline) is ignored.
 * **D1' replay.**  :meth:`ToolGuard.observe_attempt` compares the stream
@@ -40,18 +56,39 @@ Rules (seed names; the texts are in :mod:`loopguard.messages`):
   of *other* keys (both with at least 3 lines) → I1.  *Beyond the seed:*
   only when the result adds no line absent from those recent results, so
   an edit whose confirmation echoes the file with the changed lines is not
-  drift.
+  drift.  With ``ignore_boilerplate`` the line sets hold only content lines:
+  not markup around a number (an exit-code wrapper), not "no output" lines,
+  not the session's frame (lines at the edges of 3 in 4 of its last 16
+  distinct results: a prompt, the working directory); a short result that
+  states it printed nothing has no content and is compared with nothing.
+  With ``drift_confirm`` the first near-copy is only "no new information";
+  a notice comes when another follows within 3 calls.  *Rewording*: a call
+  of the same tool (not a shell command; not a change unless it failed)
+  sharing half of its argument words with the previous one (Jaccard) and
+  getting the identical answer of fewer than 3 content lines is no new
+  information, and a D2 notice from the second in a row.
 * **D3 error avoidance.**  After a failed call, ``error_watch_steps`` calls
   without a remedial action → I1.  Remedial: a tool in ``remedial_tools``,
   or a call sharing a path-like argument value (a path, file name or URL)
   with the failed call, or a successful call of the failed tool (the tool
   works; the failure was about its input: batch work over items of which
-  some fail is not avoidance).  A later failure starts a new watch.
+  some fail is not avoidance), or an alternative of it (a tool whose name
+  starts with the failed tool's words but the last: ``find_user_id_by_``),
+  or a call whose argument words include a word of the failure message.  A
+  later failure starts a new watch; a failure without content (grep's empty
+  "no match") starts none.
 * **D4 no progress.**  ``anchor_window`` consecutive calls without new
   information → I4 progress anchor.  *New information* = a (call key,
   result hash) pair never seen in the session that is not a D2 near-copy.
 * **D5 unscoped search.**  A tool in ``search_tools`` without any non-empty
-  ``scope_fields`` → deny (``unscoped_search="deny"``) or allow.
+  ``scope_fields`` → deny (``unscoped_search="deny"``) or allow.  A
+  shell-style call (a ``shell_tools`` tool, a ``command`` field, or a string
+  whose first word is the tool) is read through its parsed command: a
+  recursive search (``grep -r``, ``rg``, ``ag``, ``ack``, ``git grep``) of
+  ``/`` or ``~`` per ``unscoped_search``, of the working directory (``.``,
+  no path) per ``root_search`` (``"allow"``); other commands are not
+  searches.  The identity of a one-line shell call whose arguments are just
+  the command is its parsed command (quoting and spacing aside).
 * **I5 circuit breaker.**  ``circuit_break_after`` interventions (counted
   once per call: a deny or notice before it, or reminders after it) since
   the last call that brought new information → an intervention telling the
@@ -122,6 +159,8 @@ from .results import (
 )
 
 __all__ = [
+    "DEFAULT_SHELL_TOOLS",
+    "DEFAULT_STATE_TOOLS",
     "ToolGuardConfig",
     "ToolGuard",
     "Decision",
@@ -213,6 +252,13 @@ class ToolGuardConfig:
     ``result_summary_chars`` (240), ``language`` (``"auto"`` | ``"en"`` |
     ``"zh"``), ``max_sessions`` (10_000, LRU), ``max_keys_per_session``
     (1024, LRU).
+
+    Issue 15 (``docs/tools.md``): ``shell_tools`` (:data:`DEFAULT_SHELL_TOOLS`),
+    ``state_tools`` (:data:`DEFAULT_STATE_TOOLS`), ``state_commands``
+    (:data:`loopguard.shell.DEFAULT_STATE_COMMANDS`), ``root_search``
+    (``"allow"`` | ``"notice"`` | ``"deny"``), ``mask_failure_counters``
+    (True), ``ignore_boilerplate`` (True), ``drift_confirm`` (True),
+    ``success_grace`` (0); ``False`` / ``0`` are the seed's readings.
 
     Sequences accept any iterable of non-empty strings and are stored as
     tuples.  Minutes may be fractional.
