@@ -145,3 +145,16 @@ def test_replay_run_caught_by_the_deadline() -> None:
     # a bad tool name is replayed as "?"
     odd = parse_run({"calls": [{"tool": 7, "args": {}, "result": None}], "label": "clean"})
     assert not isinstance(odd, (str, type(None))) and replay_run(odd).events == ()
+
+
+def test_bad_trajectory_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"label": "clean", "calls": [{"tool": "ls", "args": {"n": 1' + "0" * 5000 + "}}]}\n")
+    code = main(["eval", str(big)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{big}:1" in err and "invalid JSON" in err and "Traceback" not in err
+    # a number too long for an index in the note is not an index; a JSON null label is "null"
+    r = parse_run({"calls": [], "label": "loop", "note": "loop_start=" + "9" * 5000})
+    assert not isinstance(r, (str, type(None))) and r.loop_start is None
+    n = parse_run({"calls": [], "label": None})
+    assert not isinstance(n, (str, type(None))) and n.label == "null"

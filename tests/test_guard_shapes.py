@@ -374,3 +374,29 @@ def test_rewording_needs_the_identical_answer() -> None:
     # shell commands are other actions whatever words they share (different scripts, same output)
     scripts = run(*((bash(f"python check_{name}.py"), "Success!") for name in ("a", "b", "c", "d")))
     assert replay(scripts) == []
+
+
+def test_shell_facts_are_cached_per_shape_of_the_arguments() -> None:
+    """A review found the shell cache keyed by the command alone: ``{"command": "ls"}`` then
+    ``{"command": "ls", "cwd": d}`` shared the command's identity."""
+    guard = ToolGuard()
+    guard.before_call("s", "bash", {"command": "ls"})
+    guard.after_call("s", "bash", {"command": "ls"}, "a.py")
+    actions = []
+    for d in range(6):
+        args = {"command": "ls", "cwd": f"/d{d}"}
+        actions.append(guard.before_call("s", "bash", args).action)
+        guard.after_call("s", "bash", args, "a.py")
+    assert actions == ["allow"] * 6  # six different calls (a different cwd each)
+    g2 = ToolGuard()
+    for args in ("edit 11:11", "edit 11:11\nfoo\nend_of_edit", "edit 11:11\nbar\nend_of_edit"):
+        assert g2.before_call("s", "edit", args).action == "allow"
+        g2.after_call("s", "edit", args, "File updated.")
+
+
+def test_a_deny_of_a_huge_call_previews_it_quickly() -> None:
+    from loopguard.messages import arguments_preview
+
+    args = {"command": "sk-" + "a" * 40 + " " + "x" * 1_000_000}
+    preview = arguments_preview(args, 300)
+    assert len(preview) == 301 and preview.endswith("…") and "sk-aaaa" not in preview

@@ -362,6 +362,8 @@ def load_records(paths: Iterable[str], on_run: Callable[[Any, str, int], bool] |
                     raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=name, line=line) from None
                 except RecursionError:
                     raise InputError("invalid JSON: nested too deeply", path=name, line=line) from None
+                except ValueError as exc:  # an integer of more than 4,300 digits (sys.get_int_max_str_digits)
+                    raise InputError(f"invalid JSON: {exc}", path=name, line=line) from None
                 if on_run is not None and on_run(obj, name, line):
                     continue
                 parsed = _parse(obj, name, line)

@@ -63,7 +63,7 @@ RUN_GROUP_KEYS = ("agent", "model", "task")
 #: A loop without a deadline is caught by its (0-based) call ``start + DEFAULT_DEADLINE``: its 4th.
 DEFAULT_DEADLINE = 3
 _STRONG = ("deny", "cancel")
-_NOTE_INT = re.compile(r"(?:^|;)\s*(loop_start|loop_deadline)\s*=\s*(\d+)\s*(?=;|$)")
+_NOTE_INT = re.compile(r"(?:^|;)\s*(loop_start|loop_deadline)\s*=\s*(\d{1,18})\s*(?=;|$)")
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class RunRecord:
     calls : tuple[Mapping, ...]
         The calls in order (``tool``, ``args``, ``result``, ``error``).
     label : str
-        ``"clean"``, ``"loop"`` or ``"null"``.
+        ``"clean"``, ``"loop"`` or ``"null"`` (a JSON ``null`` reads as ``"null"``).
     loop_start, loop_deadline : int | None
         0-based call indices of the loop's first call and of the call by which
         it must be caught (``None`` when absent).
@@ -125,6 +125,8 @@ def parse_run(obj: Any, path: str = "", line: int = 0) -> RunRecord | str | None
     if not isinstance(obj, dict) or not isinstance(obj.get("calls"), list):
         return None
     label = obj.get("label")
+    if label is None:
+        label = "null"  # a JSON null label is "neither"
     if label not in RUN_LABELS:
         return "invalid run label"
     raw_note = obj.get("note")

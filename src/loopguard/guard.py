@@ -786,7 +786,7 @@ class ToolGuard:
         self._tracked_cache: dict[str, bool] = {}
         self._exempt_cache: dict[str, bool] = {}
         self._state_cache: dict[str, bool] = {}
-        self._shell_cache: dict[tuple[str, int], _Shell] = {}  # (tool, hash of the command) -> facts
+        self._shell_cache: dict[tuple[str, int, bool], _Shell] = {}  # (tool, hash of the command, all args) -> facts
 
     def __repr__(self) -> str:
         return f"ToolGuard(sessions={len(self._sessions)})"
@@ -853,7 +853,7 @@ class ToolGuard:
         # the parsed command is the identity only when it is all of the arguments, on one line
         # (a here-document's body or an edit's text is not in the parse)
         whole = (text is args or (isinstance(args, Mapping) and len(args) == 1)) and "\n" not in text.strip()
-        ckey = (tool, hash(text))
+        ckey = (tool, hash(text), whole)
         facts = self._shell_cache.get(ckey)
         if facts is None:
             commands = shell.parse(text)

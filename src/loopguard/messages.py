@@ -301,5 +301,7 @@ def arguments_preview(args: Any, limit: int) -> str:
         text = identity.canonical_json(identity._parse_args(args), name="args")
     except (TypeError, ValueError, RecursionError):  # NaN, sets, objects, cycles, very deep values
         text = stable_text(args)
-    text = redact_secrets(text)  # before the cut: a cut secret would no longer look like one
-    return text[:limit] + ("…" if len(text) > limit else "")
+    # redacted before the cut (a cut secret would no longer look like one), over the part that can
+    # reach the preview: a secret starting there is shorter than 4,096 characters
+    shown = redact_secrets(text[: limit + 4096])
+    return shown[:limit] + ("…" if len(shown) > limit or len(text) > limit + 4096 else "")
