@@ -560,7 +560,7 @@ class _Session:
     __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
                  "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
                  "streak_result", "strikes", "executions", "last_call", "blocked", "last_progress", "pending", "stalled", "call_ids", "lang",
-                 "frame", "frame_hist", "drift_at", "changes", "new_changes", "reworded")
+                 "frame", "frame_hist", "frame_digests", "drift_at", "changes", "new_changes", "reworded")
 
     def __init__(self, now: float) -> None:
         self.keys: OrderedDict[str, _Key] = OrderedDict()
@@ -594,6 +594,7 @@ class _Session:
         self.reworded: OrderedDict[str, tuple[frozenset[int], str, str, int]] = OrderedDict()
         self.changes = 0  # calls that changed the world (state changes) so far
         self.new_changes = 0  # ... made by calls never made before in the session
+        self.frame_digests: set[str] = set()  # the result hashes in frame_hist
         self.frame: dict[int, int] = {}  # hash of an edge line -> how many of the recent results hold it
         self.frame_hist: deque[tuple[str, frozenset[int]]] = deque()  # (result hash, edge lines) of distinct results
 
@@ -658,6 +659,8 @@ def _words(text: str) -> frozenset[str]:
 def _arg_words(args: Any) -> frozenset[str]:
     """The words of a call's argument values (read, never stored: D3 compares them with the
     failure message's words)."""
+    if isinstance(args, Mapping) and all(isinstance(v, str) for v in args.values()):  # the common shape
+        return frozenset(w.lower() for w in _WORD.findall(" ".join(v[:2048] for v in args.values()))) - _COMMON_WORDS
     out: set[str] = set()
     stack: list[tuple[Any, int]] = [(args, 0)]
     while stack and len(out) < 256:
@@ -1416,13 +1419,16 @@ class ToolGuard:
             out = frozenset(line for line in lines if content_line(line))
         else:  # a long result: only tagged lines can be markup (and no line says "nothing")
             out = lines.difference([line for line in lines if "<" in line and not content_line(line, False)])
-        framed = [h for h, n in frame.items() if n >= need]
-        if framed:
-            drop = frozenset(framed)
-            out = frozenset(line for line in out if hash(line) not in drop)
-        if out and says_nothing(lines):
+        if frame:
+            if len(out) <= 32:  # a few lines: look each up
+                out = frozenset(line for line in out if frame.get(hash(line), 0) < need)
+            else:
+                framed = frozenset(h for h, n in frame.items() if n >= need)
+                if framed:
+                    out = frozenset(line for line in out if hash(line) not in framed)
+        if out and len(lines) <= 8 and says_nothing(lines):
             out = frozenset()  # "no output", framed by a prompt: nothing
-        if any(d == digest for d, _ in hist):
+        if digest in s.frame_digests:
             return out
         if len(text) > 4000:  # the edges only (a frame line is short)
             rows = text[:2000].splitlines()[:_FRAME_EDGE] + text[-2000:].splitlines()[-_FRAME_EDGE:]
@@ -1430,12 +1436,15 @@ class ToolGuard:
             rows = text.splitlines()
             if len(rows) > 2 * _FRAME_EDGE:
                 rows = rows[:_FRAME_EDGE] + rows[-_FRAME_EDGE:]
-        edge = frozenset(hash(r.strip()) for r in rows)
+        edge = frozenset(map(hash, map(str.strip, rows)))
         hist.append((digest, edge))
+        s.frame_digests.add(digest)
         for h in edge:
             frame[h] = frame.get(h, 0) + 1
         if len(hist) > _FRAME_RESULTS:
-            for h in hist.popleft()[1]:
+            gone, old_edge = hist.popleft()
+            s.frame_digests.discard(gone)
+            for h in old_edge:
                 left = frame[h] - 1
                 if left:
                     frame[h] = left

@@ -129,6 +129,11 @@ def _key_forms(fields: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(f for f in forms if f))
 
 
+@functools.lru_cache(maxsize=64)
+def _encoded_forms(forms: tuple[str, ...]) -> tuple[tuple[str, bytes], ...]:
+    return tuple((f, f.encode()) for f in forms)
+
+
 def _strip_value(value: Any, fields: frozenset[str], depth: int = 0) -> Any:
     if depth > _STRIP_DEPTH:  # deeper parts are kept as they are (two frames per level)
         return value
@@ -218,8 +223,8 @@ def _normalize_text(text: str, forms: tuple[str, ...]) -> str:
     if len(low) == len(text):
         tokens = set(text.encode("utf-8", "surrogatepass").translate(_TOKEN_BYTES).split())
         starts: list[tuple[int, str]] = []
-        for form in forms:
-            if form.encode() in tokens:
+        for form, encoded in _encoded_forms(forms):
+            if encoded in tokens:
                 i = low.find(form)
                 while i >= 0:
                     starts.append((i, form))
@@ -502,7 +507,7 @@ _NO_OUTPUT = re.compile(
 #: A line that states the command printed nothing: a short result holding one says nothing,
 #: whatever frame (prompt, working directory) surrounds it.
 _NOTHING = re.compile(
-    r"(?i)(?:did not|didn't) produce any output|\bno output\b|produced no output|output (?:is|was) empty"
+    r"(?im)(?:did not|didn't) produce any output|\bno output\b|produced no output|output (?:is|was) empty"
     r"|^\W*\(?empty(?: output| result)?\)?\W*$"
 )
 
@@ -514,7 +519,7 @@ def says_nothing(lines: frozenset[str]) -> bool:
     >>> says_nothing(frozenset({"(no output)", "bash-$"})), says_nothing(frozenset({"x = 1"}))
     (True, False)
     """
-    return len(lines) <= 8 and any(_NOTHING.search(line) for line in lines)
+    return len(lines) <= 8 and _NOTHING.search("\n".join(lines)) is not None
 
 
 #: Words that say a result reports a failure (checked near its start and end).
