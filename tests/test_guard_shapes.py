@@ -400,3 +400,20 @@ def test_a_deny_of_a_huge_call_previews_it_quickly() -> None:
     args = {"command": "sk-" + "a" * 40 + " " + "x" * 1_000_000}
     preview = arguments_preview(args, 300)
     assert len(preview) == 301 and preview.endswith("…") and "sk-aaaa" not in preview
+
+
+def test_a_change_the_guard_cannot_see() -> None:
+    guard = ToolGuard()
+    args = {"id": "L1002"}
+    for _ in range(2):
+        guard.before_call("s", "get_details_by_id", args)
+        guard.after_call("s", "get_details_by_id", args, '{"line": "L1002", "status": "active"}')
+    # the user toggled something on the phone: the third lookup is a new action, not a repeat
+    guard.note_change("s")
+    assert guard.before_call("s", "get_details_by_id", args).action == "allow"
+    guard.after_call("s", "get_details_by_id", args, '{"line": "L1002", "status": "active"}')
+    g2 = ToolGuard()
+    for _ in range(2):
+        g2.before_call("s", "get_details_by_id", args)
+        g2.after_call("s", "get_details_by_id", args, '{"line": "L1002", "status": "active"}')
+    assert g2.before_call("s", "get_details_by_id", args).action == "deny"

@@ -1508,6 +1508,17 @@ class ToolGuard:
             s.last_progress = self._clock()
             s.stalled = False
 
+    def note_change(self, session_id: Any = None) -> None:
+        """The world changed where the guard cannot see it (the user acted, a file changed
+        outside the tools, another agent wrote): every call's D1 chain starts again, as
+        after a call that changes the world (``docs/tools.md``, State changes).  Tool state
+        is kept (unlike :meth:`reset`)."""
+        with self._lock:
+            s = self._session(session_id)
+            s.epoch += 1
+            s.changes += 1
+            s.new_changes += 1
+
     def check_stall(self, session_id: Any = None) -> Intervention | None:
         """② stall: an intervention (``kind="stalled"``) when no progress event came
         for ``stall_minutes`` (``stall_minutes_with_tool`` while a tool call is

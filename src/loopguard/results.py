@@ -504,6 +504,18 @@ _NO_OUTPUT = re.compile(
     r"|(?:the )?output (?:is|was) empty|nothing to (?:show|display|report)|(?:done|ok|okay|success(?:ful)?)"
     r"|none|null|true|false)[\W_]*$"
 )
+#: How a "nothing to say" line can start once leading punctuation is dropped (a C prefilter).
+_NO_OUTPUT_STARTS = ("the ", "your ", "command ", "there ", "no output", "empty", "output ", "nothing ", "done",
+                     "ok", "success", "none", "null", "true", "false")
+_LEADING = "".join(chr(c) for c in range(128) if not chr(c).isalnum()) + "_"
+
+
+def _says_nothing_line(bare: str) -> bool:
+    head = bare.lstrip(_LEADING)
+    return (len(head) <= 96 and head[:9].lower().startswith(_NO_OUTPUT_STARTS)
+            and _NO_OUTPUT.match(bare.strip()) is not None)
+
+
 #: A line that states the command printed nothing: a short result holding one says nothing,
 #: whatever frame (prompt, working directory) surrounds it.
 _NOTHING = re.compile(
@@ -565,7 +577,7 @@ def content_line(line: str, short: bool = True) -> bool:
         bare = line
     if _HAS_WORD(bare) is None:
         return False
-    return not short or len(bare) > 200 or _NO_OUTPUT.match(bare.strip()) is None
+    return not short or not _says_nothing_line(bare)
 
 
 #: Literal pieces one of which every failure word holds (a C substring scan first).
