@@ -589,39 +589,14 @@ def _eval_profiles(asked: Sequence[str] | None) -> list[str]:
 
 
 @contextlib.contextmanager
-def _spinner(label: str) -> Iterator[Callable[[], None]]:
-    """A transient rich counter on stderr (items of unknown total), started on the
-    first advance; only on a terminal."""
-    if not sys.stderr.isatty():
-        yield lambda: None
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    progress = Progress(console=Console(stderr=True), transient=True, redirect_stdout=False, redirect_stderr=True)
-    tasks: list[Any] = []
-
-    def advance() -> None:
-        if not tasks:
-            progress.start()
-            tasks.append(progress.add_task(label, total=None))
-        progress.advance(tasks[0])
-
-    try:
-        yield advance
-    finally:
-        if tasks:
-            progress.stop()
-
-
-@contextlib.contextmanager
-def _lazy_progress(total: int, label: str) -> Iterator[Callable[[], None]]:
-    """A transient rich progress bar on stderr, started on the first advance.
+def _lazy_progress(total: int | None, label: str) -> Iterator[Callable[[], None]]:
+    """A transient rich progress bar on stderr, started on the first advance
+    (``total=None``: a counter of items whose number is not known).
 
     Starting late lets worker processes be forked before rich's refresh
     thread exists.  Only on a terminal and for 2+ items.
     """
-    if total < 2 or not sys.stderr.isatty():
+    if (total is not None and total < 2) or not sys.stderr.isatty():
         yield lambda: None
         return
     from rich.console import Console
@@ -679,7 +654,7 @@ def _eval_command(args: argparse.Namespace) -> int:
     profiles = _eval_profiles(args.profile)
     by = list(dict.fromkeys(args.by or []))
     try:
-        with _spinner("replaying trajectories") as advance_run:
+        with _lazy_progress(None, "replaying trajectories") as advance_run:
             collector = RunCollector(on_run=advance_run)
             folders, records = _load_eval_inputs(args.paths, collector)
     except InputError as exc:
