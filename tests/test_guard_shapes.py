@@ -417,3 +417,15 @@ def test_a_change_the_guard_cannot_see() -> None:
         g2.before_call("s", "get_details_by_id", args)
         g2.after_call("s", "get_details_by_id", args, '{"line": "L1002", "status": "active"}')
     assert g2.before_call("s", "get_details_by_id", args).action == "deny"
+
+
+def test_the_same_write_repeated_verbatim_while_its_receipt_grows() -> None:
+    """agentbench nebius adaptive-229: one edit applied ten times in a row, the file growing."""
+    edit = ("edit", {"path": "m.py", "line": 350, "text": "def __init__(self): ..."})
+    calls = run(*((edit, f"File updated ({10 + 2 * n} lines total).") for n in range(7)))
+    # the receipt changes each time, but a verbatim repeated change keeps seed 002's streak: the
+    # 6th identical request in a row is cancelled (repeat_call_limit), and the 7th too
+    assert replay(calls) == [(5, "cancel", "repeat_streak"), (6, "cancel", "repeat_streak")]
+    # a read whose result changes (a poll) restarts the streak: never cancelled
+    poll = ("job_status", {"id": 7})
+    assert replay(run(*((poll, f"running: {n} of 9 steps") for n in range(8)))) == []

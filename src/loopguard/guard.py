@@ -1210,7 +1210,12 @@ class ToolGuard:
         failure = cfg.mask_failure_counters and is_failure(text, error)
         digest = text_digest(mask_counters(text) if failure else text, error=error)
         if s.streak_fp is not None and cfg.repeat_call_needs_same_result:
-            if s.streak_result is not None and s.streak_result != digest:
+            # a changed result restarts the streak (a poll that makes progress) -- but not for a
+            # change repeated verbatim, whose receipt changes because the change accumulates (the
+            # same edit inserted again and again: the file grows)
+            if s.streak_result is not None and s.streak_result != digest and not (
+                    cfg.progress_resets_repeats and not failure
+                    and (self._state_tool(tool) or (facts is not None and facts.changes))):
                 s.streak_count = 1
             s.streak_result = digest
         if not self._tracked(tool):
