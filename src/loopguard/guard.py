@@ -104,7 +104,9 @@ Rules (seed names; the texts are in :mod:`loopguard.messages`):
   (``description`` dropped) → ``cancel``; tools in ``repeat_call_exempt``
   never count.  With ``repeat_call_needs_same_result`` (default; loopguard's
   outcome-aware reading) a changed result restarts the streak, so a poll
-  that makes progress is never cancelled; ``False`` is the seed's
+  that makes progress is never cancelled -- but not the successful receipt
+  of a call that changes the world repeated verbatim (the same edit inserted
+  again: the file grows, the receipt changes); ``False`` is the seed's
   arguments-only rule.
 * **② stall / ③ strikes** (seed 002) on an injectable ``clock`` (seconds):
   :meth:`ToolGuard.check_stall` reports ``stalled`` after ``stall_minutes``
