@@ -429,3 +429,26 @@ def test_the_same_write_repeated_verbatim_while_its_receipt_grows() -> None:
     # a read whose result changes (a poll) restarts the streak: never cancelled
     poll = ("job_status", {"id": 7})
     assert replay(run(*((poll, f"running: {n} of 9 steps") for n in range(8)))) == []
+
+
+# --------------------------------------------------------------------------- the parser never fails
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = list("ab -./~*'\"\\;&|<>()$=\n\t#12") + ["grep", "rg", " -r ", "git ", "<<EOF", "EOF", "sudo ", "cd ", "> f"]
+_SHELLISH = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
+
+
+@given(st.one_of(_SHELLISH, st.text(max_size=200)))
+def test_shell_parsing_never_raises_and_is_stable(command: str) -> None:
+    first = parse(command)
+    assert parse(command) == first  # deterministic
+    assert all(isinstance(w, str) for c in first for w in c.words)
+    assert changes_state(first) in (True, False)
+    assert search_scope(first) in (None, "scoped", "root", "machine")
+    guard = ToolGuard()
+    d = guard.before_call("s", "bash", {"command": command})
+    assert d.action in ("allow", "notice", "deny")
+    assert len(command) < 8 or command not in str(d.evidence)
+    guard.after_call("s", "bash", {"command": command}, "ok")
