@@ -531,7 +531,11 @@ def says_nothing(lines: frozenset[str]) -> bool:
     >>> says_nothing(frozenset({"(no output)", "bash-$"})), says_nothing(frozenset({"x = 1"}))
     (True, False)
     """
-    return len(lines) <= 8 and _NOTHING.search("\n".join(lines)) is not None
+    if len(lines) > 8:
+        return False
+    joined = "\n".join(lines)
+    low = joined.lower()
+    return ("output" in low or "empty" in low) and _NOTHING.search(joined) is not None
 
 
 #: Words that say a result reports a failure (checked near its start and end).
