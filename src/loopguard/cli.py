@@ -516,8 +516,9 @@ def _scan_command(args: argparse.Namespace) -> int:
 
 _EVAL_DESCRIPTION = """\
 Measure the detectors against labelled data (SPEC section 9). Each PATH is
-a case folder (DIR/index.json) or labelled JSON Lines text records (a
-.jsonl / .jsonl.gz file, or a folder walked for them); both may be mixed.
+a case folder (DIR/index.json) or labelled JSON Lines records -- text
+records or agent trajectories (a .jsonl / .jsonl.gz file, or a folder walked
+for them); all may be mixed.
 
 Case folder (schema: shared/data/cases/README.md): every case is replayed
 and reported. Text cases are streamed through a fresh detector with the
