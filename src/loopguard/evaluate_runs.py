@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .evaluate_records import _frac as _records_frac
 from .evaluate_records import wilson
 from .guard import ToolGuard, ToolGuardConfig
 from .redact import one_line
@@ -335,11 +336,7 @@ class RunCollector:
 
 
 def _frac(rate: Mapping[str, Any], digits: int = 2) -> str:
-    k, n = rate["k"], rate["n"]
-    if not n:
-        return f"{k}/0"
-    low, high = rate["wilson95"]
-    return f"{k}/{n} = {100 * k / n:.{digits}f}% [{100 * low:.{digits}f}, {100 * high:.{digits}f}]"
+    return _records_frac(rate["k"], rate["n"], digits)
 
 
 def _summary_lines(s: Mapping[str, Any], indent: str) -> list[str]:

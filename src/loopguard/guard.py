@@ -684,17 +684,22 @@ _COMMON_WORDS = frozenset({"error", "the", "and", "not", "found", "failed", "for
                            "null", "file", "line", "name", "value", "type", "must", "cannot", "invalid"})
 
 
+def _name_words(tool: str) -> list[str]:
+    """A tool's name as lower-case words (``_``, ``-``, ``.``, spaces and camelCase split)."""
+    return [w.lower() for w in _WORD_SPLIT.split(tool) if w]
+
+
 def _tool_words(tool: str) -> str:
     """A tool's name as lower-case words joined by ``_``, ending with ``_``."""
-    return "".join(w.lower() + "_" for w in _WORD_SPLIT.split(tool) if w)
+    return "".join(w + "_" for w in _name_words(tool))
 
 
 def _family(tool: str) -> str:
     """A tool's name family: its words but the last (``_tool_words`` form), when at least two
     remain (``find_user_id_by_email`` → ``find_user_id_by_``: ``find_user_id_by_name_zip``,
     whose words start so, is another way to the same thing); ``""`` otherwise."""
-    words = [w for w in _WORD_SPLIT.split(tool) if w]
-    return "".join(w.lower() + "_" for w in words[:-1]) if len(words) >= 3 else ""
+    words = _name_words(tool)
+    return "".join(w + "_" for w in words[:-1]) if len(words) >= 3 else ""
 
 
 def _norm_path(value: str) -> str:
@@ -839,7 +844,7 @@ class ToolGuard:
         ``memory_save``, ``TodoWrite``)."""
         known = self._state_cache.get(tool)
         if known is None:
-            words = [w.lower() for w in _WORD_SPLIT.split(tool) if w] or [tool.lower()]
+            words = _name_words(tool) or [tool.lower()]
             names = {tool.lower(), words[0], words[-1]}
             known = any(fnmatch.fnmatchcase(name, g.lower()) for name in names for g in self.config.state_tools)
             if len(self._state_cache) < 4096:
@@ -1211,13 +1216,14 @@ class ToolGuard:
         # a failure that differs only in a counter, a line number or an id is the same failure
         failure = cfg.mask_failure_counters and is_failure(text, error)
         digest = text_digest(mask_counters(text) if failure else text, error=error)
+        # the call changes the world: by its tool's name, or by its shell command
+        world = self._state_tool(tool) or (facts is not None and facts.changes)
         if s.streak_fp is not None and cfg.repeat_call_needs_same_result:
             # a changed result restarts the streak (a poll that makes progress) -- but not for a
             # change repeated verbatim, whose receipt changes because the change accumulates (the
             # same edit inserted again and again: the file grows)
             if s.streak_result is not None and s.streak_result != digest and not (
-                    cfg.progress_resets_repeats and not failure
-                    and (self._state_tool(tool) or (facts is not None and facts.changes))):
+                    cfg.progress_resets_repeats and not failure and world):
                 s.streak_count = 1
             s.streak_result = digest
         if not self._tracked(tool):
@@ -1273,7 +1279,7 @@ class ToolGuard:
             k.effect_at = cfg.repeat_limit + 1
         # a read or a test -- or a change that failed (it changed nothing) or that shows the state it
         # left (3+ lines of content, not an acknowledgment): its result is an observation
-        probe = failure or len(lines) >= 3 or not (self._state_tool(tool) or (facts is not None and facts.changes))
+        probe = failure or len(lines) >= 3 or not world
         if probe and changed and digest == previous and k.same < k.across and k.across >= k.effect_at \
                 and cfg.progress_resets_repeats:
             k.effect_at = k.across + cfg.repeat_limit + 1  # the next notice of this streak
@@ -1317,7 +1323,7 @@ class ToolGuard:
         # changes were the same -- a to-do list updated again is progress; not a shell command:
         # other commands are other actions, whatever words they share)
         if cfg.drift_confirm and 0 < len(lines) < 3 and not drift and facts is None \
-                and (failure or not self._state_tool(tool)):
+                and (failure or not world):
             words = frozenset(hash(w) for w in _arg_words(args))
             last = s.reworded.get(tool)
             count = 0
@@ -1345,8 +1351,7 @@ class ToolGuard:
         # a call that changes the world (a write, an edit, a checkout, an install, a change of
         # directory): the next identical read or test is a new action -- unless it repeats
         # itself with nothing changed in between (the same edit, the same result)
-        state = (fresh or moved or digest != previous) and (
-            self._state_tool(tool) or (facts is not None and facts.changes))
+        state = world and (fresh or moved or digest != previous)
         if (new and fresh) or state:  # a new action brought new information: the world may have changed
             s.epoch += 1
         if state:
