@@ -1,4 +1,4 @@
-"""Build the compiled core ``loopcore._core`` (Cython).
+"""Build the compiled core ``loopcore._core`` and its result scans ``loopcore._scan`` (Cython).
 
 Directives are set once, here.  Environment toggles:
 
@@ -36,13 +36,20 @@ extensions = [
         ["src/loopcore/_core.pyx"],
         extra_compile_args=compile_args,
         optional=not REQUIRE,
-    )
+    ),
+    Extension(
+        "loopcore._scan",
+        ["src/loopcore/_scan.pyx"],
+        extra_compile_args=compile_args,
+        optional=not REQUIRE,
+    ),
 ]
 
 
 
 class OptionalBuildExt(build_ext):
-    """Build ``loopcore._core``; without a working C compiler, warn and install the reference.
+    """Build ``loopcore._core`` and ``loopcore._scan``; without a working C compiler, warn and
+    install the reference.
 
     setuptools' own ``optional=True`` misses some failures (no ``gcc`` at all raises
     ``OSError``), so every error is caught here unless ``LOOPCORE_REQUIRE_EXTENSION=1``.
@@ -65,7 +72,7 @@ class OptionalBuildExt(build_ext):
         if REQUIRE:
             raise exc
         print(
-            f"WARNING: loopcore._core was not built ({exc}); loopguard will use the slow "
+            f"WARNING: loopcore's extensions were not built ({exc}); loopguard will use the slow "
             "pure-Python reference. Install a C compiler and reinstall for the compiled core.",
             file=sys.stderr,
         )

@@ -9,6 +9,9 @@ Two implementations exist with the same API and the same results:
 * ``"cython"`` -- ``loopcore._core``, the compiled extension (the product);
 * ``"python"`` -- ``loopcore._reference``, the literal pure-Python reference.
 
+The same holds for the text scans of tool results (:class:`TokenFinder`,
+:func:`word_lines`): ``loopcore._scan`` and its reference ``loopcore._scan_reference``.
+
 ``LOOPCORE_IMPLEMENTATION`` selects one: ``cython`` (fail if the extension is
 missing), ``python`` (use the reference), or unset/``auto`` (the extension,
 falling back to the reference with a one-time :class:`RuntimeWarning`).
@@ -21,22 +24,26 @@ import os
 import warnings
 from types import ModuleType
 
-from . import _reference
+from . import _reference, _scan_reference
 
-__all__ = ["ChannelStream", "IMPLEMENTATION", "KINDS", "implementations", "implementation"]
+__all__ = ["ChannelStream", "IMPLEMENTATION", "KINDS", "TokenFinder", "implementations", "implementation", "word_lines"]
 
 KINDS = _reference.KINDS
 
 
-def _load_compiled() -> ModuleType | None:
+def _load_compiled() -> tuple[ModuleType | None, ModuleType | None]:
     try:
         from . import _core
     except ImportError:
-        return None
-    return _core
+        return None, None
+    try:
+        from . import _scan
+    except ImportError:
+        return _core, None
+    return _core, _scan
 
 
-_compiled = _load_compiled()
+_compiled, _compiled_scan = _load_compiled()
 
 
 def implementations() -> dict[str, ModuleType]:
@@ -94,3 +101,7 @@ def _select() -> ModuleType:
 _live = _select()
 IMPLEMENTATION: str = "cython" if _live is _compiled else "python"
 ChannelStream = _live.ChannelStream
+#: the text scans of the live implementation (the reference when the stream core is the reference)
+_scan_live: ModuleType = _compiled_scan if _live is _compiled and _compiled_scan is not None else _scan_reference
+TokenFinder = _scan_live.TokenFinder
+word_lines = _scan_live.word_lines

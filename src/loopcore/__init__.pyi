@@ -1,6 +1,8 @@
 from types import ModuleType
 
 from ._core import ChannelStream as ChannelStream
+from ._scan import TokenFinder as TokenFinder
+from ._scan import word_lines as word_lines
 
 IMPLEMENTATION: str
 KINDS: tuple[str, str, str, str, str]

@@ -1300,9 +1300,17 @@ class ToolGuard:
                     continue
                 shared = len(lines & other_lines)
                 overlap = shared / (len(lines) + len(other_lines) - shared)
-                if overlap >= cfg.overlap_threshold and not lines - other_lines.union(
-                    *(o for kk, _, o in s.recent if kk != key)
-                ):
+                if overlap >= cfg.overlap_threshold:
+                    # ... and no line absent from every recent result of other keys (the same test
+                    # for every candidate: decided once, by differences that shrink at each step)
+                    rest = lines - other_lines
+                    for kk, _, o in s.recent:
+                        if not rest:
+                            break
+                        if kk != key:
+                            rest = rest - o
+                    if rest:
+                        break  # the result adds a line: not a near-copy of any of them
                     drift = True
                     recurs = s.executions - s.drift_at <= _DRIFT_RECUR
                     s.drift_at = s.executions
@@ -1429,15 +1437,22 @@ class ToolGuard:
         need = max(_FRAME_MIN, (3 * len(hist) + 3) // 4)
         if len(lines) <= 8:
             out = frozenset(line for line in lines if content_line(line))
+        elif "<" not in "".join(lines):  # a long result without markup: every line says something
+            out = lines
         else:  # a long result: only tagged lines can be markup (and no line says "nothing")
             out = lines.difference([line for line in lines if "<" in line and not content_line(line, False)])
         if frame:
             if len(out) <= 32:  # a few lines: look each up
                 out = frozenset(line for line in out if frame.get(hash(line), 0) < need)
-            else:
-                framed = frozenset(h for h, n in frame.items() if n >= need)
+            else:  # many lines (whose hashes the set already holds): look the frame's lines up
+                framed = [h for h, n in frame.items() if n >= need]
                 if framed:
-                    out = frozenset(line for line in out if hash(line) not in framed)
+                    by_hash = dict(zip(map(hash, out), out))
+                    if len(by_hash) == len(out):
+                        out = out.difference([by_hash[h] for h in framed if h in by_hash])
+                    else:  # two lines share a hash: line by line
+                        drop = frozenset(framed)
+                        out = frozenset(line for line in out if hash(line) not in drop)
         if out and len(lines) <= 8 and says_nothing(lines):
             out = frozenset()  # "no output", framed by a prompt: nothing
         if digest in s.frame_digests:

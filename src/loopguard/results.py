@@ -32,6 +32,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from loopcore import TokenFinder, word_lines
+
 from . import identity
 from .redact import redact_secrets
 
@@ -98,17 +100,14 @@ _KEY_TAIL = re.compile(r"""["']?[ \t]*[:=][ \t]*("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[
 # literal-led anchors for the fast path (CPython's re scans for a literal prefix at C speed)
 _ISO_ANCHOR = re.compile(r"-\d\d-\d\d[T ]\d\d:\d\d", re.ASCII)
 _BARE_ANCHOR = re.compile(r"\.\d+[ \t]?(?:ms|s|sec|secs|seconds)\b", re.ASCII)
-_KEYWORD_ANCHORS = tuple(re.compile(rf"{k}[ \t]*[:=]?[ \t]*\d", re.ASCII) for k in _KEYWORDS)
-# bytes -> ASCII word characters lower-cased, "-" read as "_", everything else a space
-_TOKEN_BYTES = bytes(
-    c + 32 if 65 <= c <= 90 else 95 if c == 45 else c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32
-    for c in range(256)
-)
+# a duration starts a token whose leading letters are its keyword (``in 5s``, ``in5s``); a
+# session counter's "this" is a token too (one compiled pass finds both)
+_KEYWORD_TOKENS = TokenFinder((*_KEYWORDS, "this"))
 _VOLATILE = "<volatile>"
 _HAS_WORD = re.compile(r"[^\W_]").search
-_WORD_LINE = re.compile(r"(?m)^.*[^\W_].*$")
 
 
+@functools.lru_cache(maxsize=4096)  # a result's keys repeat ("id", "title" in every item)
 def _field_key(name: str) -> str:
     return name.replace("-", "").replace("_", "").casefold()
 
@@ -130,21 +129,28 @@ def _key_forms(fields: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=64)
-def _encoded_forms(forms: tuple[str, ...]) -> tuple[tuple[str, bytes], ...]:
-    return tuple((f, f.encode()) for f in forms)
+def _form_tokens(forms: tuple[str, ...]) -> TokenFinder:
+    return TokenFinder(forms)
+
+
+#: leaves returned as they are without a look at their type's ancestry (most of a JSON value)
+_LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def _strip_value(value: Any, fields: frozenset[str], depth: int = 0) -> Any:
     if depth > _STRIP_DEPTH:  # deeper parts are kept as they are (two frames per level)
         return value
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
         return {
-            k: _strip_value(v, fields, depth + 1)
+            k: v if type(v) in _LEAVES else _strip_value(v, fields, depth + 1)
             for k, v in value.items()
             if not (isinstance(k, str) and _field_key(k) in fields)
         }
-    if isinstance(value, (list, tuple)):
-        return [_strip_value(v, fields, depth + 1) for v in value]
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        return [v if type(v) in _LEAVES else _strip_value(v, fields, depth + 1) for v in value]
     return value
 
 
@@ -217,14 +223,15 @@ def _digits_before(text: str, i: int) -> int:
 
 
 def _normalize_text(text: str, forms: tuple[str, ...]) -> str:
-    """Fast path of :func:`_normalize_text_reference`: literal-led scans, the full rule only
-    where one of them hits (a few µs per 10 KB of text without volatile parts)."""
-    low = text.lower().replace("-", "_")
+    """Fast path of :func:`_normalize_text_reference`: compiled token scans
+    (:class:`loopcore.TokenFinder`) and literal-led regex scans, the full rule only
+    where one of them hits (about 30 µs per 10 KB of text without volatile parts)."""
+    low = text.lower().replace("-", "_") if ":" in text or "=" in text else ""  # a key's value follows [:=]
     if len(low) == len(text):
-        tokens = set(text.encode("utf-8", "surrogatepass").translate(_TOKEN_BYTES).split())
-        starts: list[tuple[int, str]] = []
-        for form, encoded in _encoded_forms(forms):
-            if encoded in tokens:
+        finder = _form_tokens(forms)
+        starts = [(i, low[i:j]) for i, j in finder.find(low)]
+        for form in forms:  # a field name that is not one token ("x.request"): every occurrence
+            if form not in finder.words:
                 i = low.find(form)
                 while i >= 0:
                     starts.append((i, form))
@@ -233,22 +240,20 @@ def _normalize_text(text: str, forms: tuple[str, ...]) -> str:
     if "-" in text:
         iso = _anchored(text, _ISO_DATETIME, (m.start() - 4 for m in _ISO_ANCHOR.finditer(text) if m.start() >= 4))
         text = _replace(text, [m.span() for m in iso], "<datetime>")
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        starts_kw = [m.start() for anchor in _KEYWORD_ANCHORS for m in anchor.finditer(lowered)]
-        if starts_kw:
-            parts: list[str] = []
-            last = 0
-            for m in _anchored(text, _DURATION, starts_kw):
-                parts += (text[last : m.start()], f"{m.group(1)}{m.group(2)}<duration>")
-                last = m.end()
-            text = "".join(parts) + text[last:] if parts else text
-    else:
-        text = _DURATION.sub(lambda m: f"{m.group(1)}{m.group(2)}<duration>", text)
+    keywords = _KEYWORD_TOKENS.find(text, True)
+    starts_kw = [i for i, j in keywords if j - i != 4 or text[i:j].lower() != "this"]
+    this = len(starts_kw) < len(keywords)
+    if starts_kw:
+        parts: list[str] = []
+        last = 0
+        for m in _anchored(text, _DURATION, starts_kw):
+            parts += (text[last : m.start()], f"{m.group(1)}{m.group(2)}<duration>")
+            last = m.end()
+        text = "".join(parts) + text[last:] if parts else text
     if "." in text:
         bare = _anchored(text, _BARE_DURATION, (_digits_before(text, m.start()) for m in _BARE_ANCHOR.finditer(text)))
         text = _replace(text, [m.span() for m in bare], "<duration>")
-    if "this" in text.lower():
+    if this:  # (the replacements above neither make nor break a token "this")
         text = _SESSION_COUNTER.sub(lambda m: f"<n>{m.group(2)}{m.group(3)}", text)
     return text
 
@@ -460,9 +465,7 @@ def result_lines(result: Any) -> frozenset[str]:
             text = json.dumps(result, sort_keys=True, separators=(",\n", ": "), ensure_ascii=False, default=repr)
         except Exception:  # noqa: BLE001 - as in result_text
             text = _fallback_text(result)
-    lines = set(map(str.strip, text.splitlines()[:_MAX_LINES]))
-    # the lines with a letter or digit, in one pass of the C matcher (lines hold no "\n" now)
-    return frozenset(_WORD_LINE.findall("\n".join(lines)))
+    return word_lines(text, _MAX_LINES)  # one compiled pass (loopcore)
 
 
 def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -> str:
@@ -590,11 +593,9 @@ _FAILURE_HINTS = ("err", "exception", "traceback", "fatal", "fail", "denied", "f
                   "unrecognized", "unknown", "timed out", "refused", "malformed", "usage:")
 
 
-_FAILURE_HINT = re.compile("|".join(re.escape(h) for h in _FAILURE_HINTS))
-
-
 def _failure_in(window: str) -> bool:
-    return _FAILURE_HINT.search(window.lower()) is not None and _FAILURE.search(window) is not None
+    low = window.lower()
+    return any(hint in low for hint in _FAILURE_HINTS) and _FAILURE.search(window) is not None
 
 
 def is_failure(text: str, error: bool = False) -> bool:

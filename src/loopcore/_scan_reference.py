@@ -1,0 +1,47 @@
+"""The literal pure-Python reference of :mod:`loopcore._scan` (same API, same results).
+
+Positions are Unicode code points.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["TokenFinder", "word_lines"]
+
+_TOKEN = re.compile(r"\w+", re.ASCII)
+_LETTERS = re.compile(r"[A-Za-z]*")
+
+
+class TokenFinder:
+    """Find the word tokens of a text that are one of ``words`` (see ``loopcore._scan``)."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words: frozenset[str] = frozenset(
+            w for w in words if isinstance(w, str) and w and w.isascii() and w.islower()
+            and all(c.isalnum() or c == "_" for c in w)
+        )
+
+    def find(self, text: str, prefix: bool = False) -> list[tuple[int, int]]:
+        """The ``(start, end)`` spans of the tokens (or, ``prefix=True``, of their
+        leading runs of ASCII letters) of ``text`` that are one of the words."""
+        found: list[tuple[int, int]] = []
+        for m in _TOKEN.finditer(text):
+            start, end = m.span()
+            if prefix:
+                letters = _LETTERS.match(text, start)
+                assert letters is not None  # [A-Za-z]* matches everywhere
+                end = letters.end()
+            if text[start:end].lower() in self.words:
+                found.append((start, end))
+        return found
+
+
+def word_lines(text: str, max_lines: int) -> frozenset[str]:
+    """The distinct stripped lines among the first ``max_lines`` lines of ``text``
+    that hold a letter or digit."""
+    if max_lines <= 0:
+        return frozenset()
+    return frozenset(line for line in map(str.strip, text.splitlines()[:max_lines])
+                     if any(c.isalnum() for c in line))
