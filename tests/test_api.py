@@ -315,7 +315,8 @@ def test_concurrent_feeding_of_one_stream_is_refused_not_a_crash() -> None:
     [
         ({"check_every": 2**70}, ValueError),
         ({"check_every": 1.5}, TypeError),
-        ({"e_on": 1}, TypeError),
+        ({"exact_tail": 1}, TypeError),
+        ({"e_on": True}, TypeError),  # an old name is unknown
         ({"pool_window": 0}, ValueError),
         ({"pool_window": 1001}, ValueError),
         ({"pool_min_coverage": "0.5"}, TypeError),

@@ -30,7 +30,7 @@ cimport cython
 
 ctypedef uint32_t cp_t  # one Unicode code point
 
-from . import _reference
+from . import _params, _reference
 
 cdef extern from "<assert.h>" nogil:
     # compiled out in release builds (NDEBUG); LOOPCORE_DEBUG=1 builds check every buffer access
@@ -275,8 +275,9 @@ cdef class ChannelStream:
 
     All parameters are keyword-only and required; they are the detector keys
     of SPEC §2 (:class:`loopguard.TextConfig` documents and validates them).
-    ``mask_code`` removes fenced code from what the detectors see (SPEC §2.6);
-    ``e_on``/``l_on``/``s_on``/``c_on``/``p_on``/``n_on``/``t_on`` enable E, L, S, C, P, N, T.
+    Their names, types, defaults and bounds are ``loopcore._params.PARAMS`` (the one
+    schema): ``skip_code_blocks`` removes fenced code from what the detectors see
+    (SPEC §2.6); ``exact_tail`` … ``salad`` (the kind names) enable E, L, S, C, P, N, T.
 
     Memory is bounded by the config (:attr:`memory_bytes`): a linear buffer of
     ``keep + slack`` code points (``keep`` = the longest look-back of the
@@ -301,21 +302,21 @@ cdef class ChannelStream:
     """
 
     # ---- config
-    cdef bint mask_code, e_on, l_on, s_on, c_on, p_on, p_kv, n_on, t_on
-    cdef Py_ssize_t salad_w, salad_u, salad_mw, salad_minw
-    cdef double salad_alnum, salad_space
+    cdef bint skip_code_blocks, exact_tail, lowdiv_tail, lowdiv_sliding, cycle, pool, pool_skip_key_value, near_cycle, salad
+    cdef Py_ssize_t salad_window, salad_max_unique, salad_max_words, salad_min_words
+    cdef double salad_max_alnum, salad_max_space
     cdef Py_ssize_t check_every, min_chars, window, history, repeats
     cdef int64_t next_cp, next_win  # t lengths of the next checkpoint / S window
     cdef Py_ssize_t lowdiv_window, ngram, lowdiv_max_unique, lowdiv_min_repeat
     cdef Py_ssize_t slide_window, slide_step, slide_max_unique, slide_min_repeat
-    cdef Py_ssize_t cmin_p, cmax_p, ccopies, cmin_chars, cscan, ck
-    cdef Py_ssize_t pool_window, pool_maxlen, pool_min_occ, pool_min_d, pool_max_d
-    cdef double pool_cov
-    cdef double data_share  # L/S hold back on data runs (lowdiv_max_data_share)
-    cdef double art_alnum  # L/S hold back on art runs (lowdiv_art_max_alnum)
+    cdef Py_ssize_t cycle_min_period, cycle_max_period, cycle_min_copies, cycle_min_chars, cycle_scan_chars, ck
+    cdef Py_ssize_t pool_window, pool_max_phrase_chars, pool_min_occurrences, pool_min_distinct, pool_max_distinct
+    cdef double pool_min_coverage
+    cdef double lowdiv_max_data_share  # L/S hold back on data runs (lowdiv_max_data_share)
+    cdef double lowdiv_art_max_alnum  # L/S hold back on art runs (lowdiv_art_max_alnum)
     # ---- N (near_cycle): chains of 16-bit distances between anchor k-grams
-    cdef Py_ssize_t nk, nmin_p, nmax_p, nmin_w, ntol, n_lim, nrw, n_link
-    cdef double nlag, ncov, nrec, nrecur
+    cdef Py_ssize_t near_ngram, near_min_period, near_max_period, near_min_window, near_tolerance, n_lim, near_recurrence_window, n_link
+    cdef double near_min_lag_share, near_min_coverage, near_max_record_share, near_min_recurrence
     cdef uint64_t hn  # the packed k-gram ending at n_done - 1
     cdef uint32_t nkeys[NEAR_WINNOW - 1]  # anchor keys of the previous k-grams, newest first (0x10000 = none)
     cdef uint32_t* n_head  # per hash slot: 1 + the last anchor hashed there (mod 2^32; 0 = none)
@@ -363,7 +364,7 @@ cdef class ChannelStream:
     # repeated code lines inside a fence (_reference.fence_line_counts, fence_repeat_lines)
     cdef cp_t fl_line[FENCE_MAX_LINE]
     cdef cp_t fl_prev[FENCE_MAX_LINE]
-    cdef Py_ssize_t fl_len, fl_prev_len, fl_blank, fl_letters, fl_run, fence_rep
+    cdef Py_ssize_t fl_len, fl_prev_len, fl_blank, fl_letters, fl_run, fence_repeat_lines
     cdef bint fl_over
     cdef int64_t fl_start
     cdef int cl_state
@@ -455,59 +456,59 @@ cdef class ChannelStream:
         self.n_used = NULL
         for k in range(NEAR_WINNOW - 1):
             self.nkeys[k] = 0x10000
-        _reference.check_params(params)
-        self.mask_code = params["mask_code"]
-        self.fence_rep = params["fence_repeat_lines"]
+        _params.check(params)
+        self.skip_code_blocks = params["skip_code_blocks"]
+        self.fence_repeat_lines = params["fence_repeat_lines"]
         self.check_every = params["check_every"]
-        self.e_on = params["e_on"]
+        self.exact_tail = params["exact_tail"]
         self.min_chars = params["min_chars"]
         self.window = params["window"]
         self.history = params["history"]
         self.repeats = params["repeats"]
-        self.l_on = params["l_on"]
+        self.lowdiv_tail = params["lowdiv_tail"]
         self.lowdiv_window = params["lowdiv_window"]
         self.ngram = params["ngram"]
         self.lowdiv_max_unique = params["lowdiv_max_unique"]
         self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
-        self.data_share = params["lowdiv_max_data_share"]
-        self.art_alnum = params["lowdiv_art_max_alnum"]
-        self.s_on = params["s_on"]
+        self.lowdiv_max_data_share = params["lowdiv_max_data_share"]
+        self.lowdiv_art_max_alnum = params["lowdiv_art_max_alnum"]
+        self.lowdiv_sliding = params["lowdiv_sliding"]
         self.slide_window = params["slide_window"]
         self.slide_step = params["slide_step"]
         self.slide_max_unique = params["slide_max_unique"]
         self.slide_min_repeat = params["slide_min_repeat"]
-        self.c_on = params["c_on"]
-        self.cmin_p = params["cycle_min_period"]
-        self.cmax_p = params["cycle_max_period"]
-        self.ccopies = params["cycle_min_copies"]
-        self.cmin_chars = params["cycle_min_chars"]
-        self.cscan = params["cycle_scan_chars"]
-        self.p_on = params["p_on"]
+        self.cycle = params["cycle"]
+        self.cycle_min_period = params["cycle_min_period"]
+        self.cycle_max_period = params["cycle_max_period"]
+        self.cycle_min_copies = params["cycle_min_copies"]
+        self.cycle_min_chars = params["cycle_min_chars"]
+        self.cycle_scan_chars = params["cycle_scan_chars"]
+        self.pool = params["pool"]
         self.pool_window = params["pool_window"]
-        self.pool_cov = params["pool_min_coverage"]
-        self.pool_maxlen = params["pool_max_phrase_chars"]
-        self.pool_min_occ = params["pool_min_occurrences"]
-        self.pool_min_d = params["pool_min_distinct"]
-        self.pool_max_d = params["pool_max_distinct"]
-        self.p_kv = params["pool_skip_key_value"]
-        self.n_on = params["n_on"]
-        self.nk = params["near_ngram"]
-        self.nmin_p = params["near_min_period"]
-        self.nmax_p = params["near_max_period"]
-        self.nmin_w = params["near_min_window"]
-        self.ntol = params["near_tolerance"]
-        self.nlag = params["near_min_lag_share"]
-        self.ncov = params["near_min_coverage"]
-        self.nrec = params["near_max_record_share"]
-        self.nrw = params["near_recurrence_window"]
-        self.nrecur = params["near_min_recurrence"]
-        self.t_on = params["t_on"]
-        self.salad_w = params["salad_window"]
-        self.salad_u = params["salad_max_unique"]
-        self.salad_alnum = params["salad_max_alnum"]
-        self.salad_space = params["salad_max_space"]
-        self.salad_mw = params["salad_max_words"]
-        self.salad_minw = params["salad_min_words"]
+        self.pool_min_coverage = params["pool_min_coverage"]
+        self.pool_max_phrase_chars = params["pool_max_phrase_chars"]
+        self.pool_min_occurrences = params["pool_min_occurrences"]
+        self.pool_min_distinct = params["pool_min_distinct"]
+        self.pool_max_distinct = params["pool_max_distinct"]
+        self.pool_skip_key_value = params["pool_skip_key_value"]
+        self.near_cycle = params["near_cycle"]
+        self.near_ngram = params["near_ngram"]
+        self.near_min_period = params["near_min_period"]
+        self.near_max_period = params["near_max_period"]
+        self.near_min_window = params["near_min_window"]
+        self.near_tolerance = params["near_tolerance"]
+        self.near_min_lag_share = params["near_min_lag_share"]
+        self.near_min_coverage = params["near_min_coverage"]
+        self.near_max_record_share = params["near_max_record_share"]
+        self.near_recurrence_window = params["near_recurrence_window"]
+        self.near_min_recurrence = params["near_min_recurrence"]
+        self.salad = params["salad"]
+        self.salad_window = params["salad_window"]
+        self.salad_max_unique = params["salad_max_unique"]
+        self.salad_max_alnum = params["salad_max_alnum"]
+        self.salad_max_space = params["salad_max_space"]
+        self.salad_max_words = params["salad_max_words"]
+        self.salad_min_words = params["salad_min_words"]
         self._allocate()
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
@@ -522,41 +523,41 @@ cdef class ChannelStream:
         cdef Py_ssize_t keep = 64, slack, size, grams, cap_u, span, reach
         cdef Py_ssize_t p_star, cand, best, need
         self.mem = 0
-        if self.e_on:
+        if self.exact_tail:
             keep = max(keep, self.window + self.history + 1)
             size = pow2_at_least(self.history + 2)
             self.ring_e = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.emask = size - 1
             self.he_out = ipow(HB, self.window)
-        if self.l_on:
+        if self.lowdiv_tail:
             keep = max(keep, self.lowdiv_window + 1)
-        if self.s_on:
+        if self.lowdiv_sliding:
             keep = max(keep, self.slide_window + 1)
-        if self.c_on:
-            keep = max(keep, self.cscan + 1)
+        if self.cycle:
+            keep = max(keep, self.cycle_scan_chars + 1)
             # k: the shortest match length any valid period p needs
             # (need(p) = max(min_chars, copies*p) - p), capped to 32.
             best = 32
-            p_star = self.cmin_chars // self.ccopies
-            for cand in (self.cmin_p, self.cmax_p, p_star, p_star + 1):
-                if self.cmin_p <= cand <= self.cmax_p:
-                    need = max(self.cmin_chars, self.ccopies * cand) - cand
+            p_star = self.cycle_min_chars // self.cycle_min_copies
+            for cand in (self.cycle_min_period, self.cycle_max_period, p_star, p_star + 1):
+                if self.cycle_min_period <= cand <= self.cycle_max_period:
+                    need = max(self.cycle_min_chars, self.cycle_min_copies * cand) - cand
                     best = min(best, need)
             self.ck = max(1, best)
             keep = max(keep, self.ck + self.check_every + 1)
-            size = pow2_at_least(self.cmax_p + 2)
+            size = pow2_at_least(self.cycle_max_period + 2)
             self.ring_c = <uint16_t*>self._alloc(size * sizeof(uint16_t))
             self.cmask = size - 1
             self.hc_out = ipow(HB, self.ck)
-        if self.p_on:
-            keep = max(keep, self.pool_maxlen + 2)
+        if self.pool:
+            keep = max(keep, self.pool_max_phrase_chars + 2)
             self.rec_cap = 4 * self.pool_window
             self.rec_start = <int64_t*>self._alloc(self.rec_cap * sizeof(int64_t))
             self.rec_len = <int32_t*>self._alloc(self.rec_cap * sizeof(int32_t))
             self.rec_hash = <uint64_t*>self._alloc(self.rec_cap * sizeof(uint64_t))
             self.rec_grp = <int32_t*>self._alloc(self.rec_cap * sizeof(int32_t))
-            self.rec_text = <cp_t*>self._alloc(self.rec_cap * self.pool_maxlen * sizeof(cp_t))
-            self.s_text = <cp_t*>self._alloc(self.pool_maxlen * sizeof(cp_t))
+            self.rec_text = <cp_t*>self._alloc(self.rec_cap * self.pool_max_phrase_chars * sizeof(cp_t))
+            self.s_text = <cp_t*>self._alloc(self.pool_max_phrase_chars * sizeof(cp_t))
             self.grp_rep = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
             self.grp_count = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
             self.grp_active = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
@@ -564,15 +565,15 @@ cdef class ChannelStream:
             for size in range(self.pool_window):
                 self.grp_free[size] = <int32_t>(self.pool_window - 1 - size)
             self.grp_nfree = self.pool_window
-        if self.n_on:
-            self.n_lim = self.nmax_p + self._ntol(self.nmax_p)
+        if self.near_cycle:
+            self.n_lim = self.near_max_period + self._ntol(self.near_max_period)
             # anchors are linked this far back: a lag up to lim within its tolerance
             self.n_link = self.n_lim + self._ntol(self.n_lim)
             # text compares reach lim + k back; the record scan a window plus one line, the
             # extension a window plus a lag; a window may end up to a block before the checkpoint
-            span = max(2 * self.n_lim, self.nmin_w, self.nrw)  # the longest window
+            span = max(2 * self.n_lim, self.near_min_window, self.near_recurrence_window)  # the longest window
             reach = self.n_link  # a lag within tolerance
-            keep = max(keep, self.n_link + self.nk + self.check_every + 1,
+            keep = max(keep, self.n_link + self.near_ngram + self.check_every + 1,
                        span + self.check_every + RECORD_MAX_LINE + 3, span + self.check_every + reach + 1)
             size = pow2_at_least(self.n_link + 1)
             self.n_sprev = <uint16_t*>self._alloc(size * sizeof(uint16_t))
@@ -593,20 +594,20 @@ cdef class ChannelStream:
             self.n_count = <uint32_t*>self._alloc(size * sizeof(uint32_t))
             self.n_tmask = size - 1
             self.n_used = <int32_t*>self._alloc((size // 2) * sizeof(int32_t))
-            self.n_pmask = (<uint64_t>1 << (8 * self.nk)) - 1 if self.nk < 8 else <uint64_t>0xFFFFFFFFFFFFFFFF
-        if self.t_on:
-            keep = max(keep, self.salad_w + 1)
-            if self.salad_mw:  # the word window, and how far back it looks for an open bracket
+            self.n_pmask = (<uint64_t>1 << (8 * self.near_ngram)) - 1 if self.near_ngram < 8 else <uint64_t>0xFFFFFFFFFFFFFFFF
+        if self.salad:
+            keep = max(keep, self.salad_window + 1)
+            if self.salad_max_words:  # the word window, and how far back it looks for an open bracket
                 keep = max(keep, <Py_ssize_t>(SALAD_WORD_WINDOW + SALAD_BRACKET_REACH) + 1)
-        if self.l_on or self.s_on or self.t_on:
+        if self.lowdiv_tail or self.lowdiv_sliding or self.salad:
             cap_u = 1
             grams = 1
-            if self.t_on:
-                cap_u = max(cap_u, min(self.salad_u, self.salad_w))
-            if self.l_on:
+            if self.salad:
+                cap_u = max(cap_u, min(self.salad_max_unique, self.salad_window))
+            if self.lowdiv_tail:
                 cap_u = max(cap_u, min(self.lowdiv_max_unique, self.lowdiv_window))
                 self.lg_mask = pow2_at_least(2 * max(1, self.lowdiv_window - self.ngram + 1) + 2) - 1
-            if self.s_on:
+            if self.lowdiv_sliding:
                 cap_u = max(cap_u, min(self.slide_max_unique, self.slide_window))
                 grams = max(grams, self.slide_window - self.ngram + 1)
             size = pow2_at_least(2 * cap_u + 2)
@@ -638,7 +639,7 @@ cdef class ChannelStream:
         self.s_begin = -1
         self.s_line = LC_START
         self.next_cp = self.check_every
-        self.next_win = self.slide_window if self.s_on else -1
+        self.next_win = self.slide_window if self.lowdiv_sliding else -1
         return 0
 
     def __dealloc__(self):
@@ -765,7 +766,7 @@ cdef class ChannelStream:
                     self._emit(self.m_pending_char, self.m_pending_pos + k)
                 self.m_pending = 0
             if self.n > 0 and self.n % self.check_every != 0:
-                if (self.s_on and not self.s_fired and self.n >= self.slide_window
+                if (self.lowdiv_sliding and not self.s_fired and self.n >= self.slide_window
                         and (self.n - self.slide_window) % self.slide_step != 0):
                     self._eval_window(self.n)
                 self._checkpoint()
@@ -804,7 +805,7 @@ cdef class ChannelStream:
                 for j in range(ev.nphr):
                     slot = ev.phr_slot[j]
                     ln = self.rec_len[slot]
-                    phrases.append(_ucs4_str(&self.rec_text[<Py_ssize_t>slot * self.pool_maxlen], ln))
+                    phrases.append(_ucs4_str(&self.rec_text[<Py_ssize_t>slot * self.pool_max_phrase_chars], ln))
                 evidence = {"coverage": ev.coverage, "phrases": tuple(phrases)}
             out.append((KINDS[ev.kind], ev.position, ev.start, ev.cut, evidence))
         self.nev = 0
@@ -826,7 +827,7 @@ cdef class ChannelStream:
     cdef inline void _step(self, cp_t c, int64_t pos) noexcept nogil:
         """Fence masking (SPEC §2.6), one original character at a time."""
         cdef int k
-        if not self.mask_code:
+        if not self.skip_code_blocks:
             self._emit(c, pos)
             return
         if self.m_opening:
@@ -924,7 +925,7 @@ cdef class ChannelStream:
             if counts:
                 memcpy(self.fl_prev, self.fl_line, <size_t>self.fl_len * sizeof(cp_t))
             self.fl_prev_len = self.fl_len if counts else -1
-        if 0 < self.fence_rep <= self.fl_run:
+        if 0 < self.fence_repeat_lines <= self.fl_run:
             for j in range(self.fl_len):
                 self._emit(self.fl_line[j], self.fl_start + j)
             self._emit(10, pos)
@@ -951,14 +952,14 @@ cdef class ChannelStream:
             (<uint32_t*>self.buf)[idx] = c
         self.blen += 1
         self.n += 1
-        if self.e_on:
+        if self.exact_tail:
             self.he = self.he * HB + c
             if self.n > self.window:
                 self.he -= self._at(idx - self.window) * self.he_out
             self.ring_e[(self.n - 1) & self.emask] = <uint16_t>(self.he >> 48)
-        if self.p_on:
+        if self.pool:
             self._sentence_step(c, self.n - 1)
-        if self.l_on:
+        if self.lowdiv_tail:
             self._lowdiv_count(c, idx)
         if self.n == self.next_win:
             self.next_win += self.slide_step
@@ -1077,9 +1078,9 @@ cdef class ChannelStream:
         # an open short sentence followed by a long run of whitespace may start
         # before the new base: keep its text (any later non-blank character
         # would make it longer than a phrase, so the copy stays exact)
-        if self.p_on and self.s_begin >= 0 and not self.s_saved and self.s_begin < self.base + shift:
+        if self.pool and self.s_begin >= 0 and not self.s_saved and self.s_begin < self.base + shift:
             ln = <Py_ssize_t>(self.s_last - self.s_begin + 1)
-            if ln <= self.pool_maxlen:
+            if ln <= self.pool_max_phrase_chars:
                 for i in range(ln):
                     self.s_text[i] = self._at(<Py_ssize_t>(self.s_begin - self.base) + i)
                 self.s_saved = True
@@ -1122,7 +1123,7 @@ cdef class ChannelStream:
                 self.s_line = LC_EXCLUDED
             elif c == 62:
                 self.s_line = LC_GT
-            elif self.p_kv and ((97 <= c <= 122) or c == 95):  # a lower-case key: YAML, not a label
+            elif self.pool_skip_key_value and ((97 <= c <= 122) or c == 95):  # a lower-case key: YAML, not a label
                 self.s_line = LC_KEY
             else:
                 self.s_line = LC_NORMAL
@@ -1201,12 +1202,12 @@ cdef class ChannelStream:
         self.rec_start[slot] = self._map(begin)
         self.rec_len[slot] = <int32_t>ln
         self.rec_grp[slot] = -1
-        if ln <= self.pool_maxlen:
+        if ln <= self.pool_max_phrase_chars:
             h = <uint64_t>ln
             for i in range(ln):
                 c = self.s_text[i] if saved else self._at(<Py_ssize_t>(begin - self.base) + i)
                 h = h * HB + c
-                self.rec_text[slot * self.pool_maxlen + i] = c
+                self.rec_text[slot * self.pool_max_phrase_chars + i] = c
             self.rec_hash[slot] = h
             g = -1
             for gi in range(self.grp_nactive):
@@ -1227,7 +1228,7 @@ cdef class ChannelStream:
 
     cdef inline bint _same_text(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
         return (self.rec_len[a] == self.rec_len[b] and self.rec_hash[a] == self.rec_hash[b]
-                and memcmp(&self.rec_text[a * self.pool_maxlen], &self.rec_text[b * self.pool_maxlen],
+                and memcmp(&self.rec_text[a * self.pool_max_phrase_chars], &self.rec_text[b * self.pool_max_phrase_chars],
                            self.rec_len[a] * sizeof(cp_t)) == 0)
 
     # ------------------------------------------------------- scratch kernels
@@ -1403,12 +1404,12 @@ cdef class ChannelStream:
         return self.lg_max
 
     cdef bint _data_run(self, int64_t lo, int64_t hi) noexcept nogil:
-        """Whether the share of hex-dump characters in ``t[lo:hi]`` exceeds ``data_share``."""
+        """Whether the share of hex-dump characters in ``t[lo:hi]`` exceeds ``lowdiv_max_data_share``."""
         cdef Py_ssize_t count = 0, distinct = 0
         cdef int64_t i
         cdef cp_t c
         cdef bint seen[128]
-        if self.data_share >= 1.0:
+        if self.lowdiv_max_data_share >= 1.0:
             return False
         memset(seen, 0, sizeof(seen))
         for i in range(lo, hi):
@@ -1418,7 +1419,7 @@ cdef class ChannelStream:
                 if not seen[c]:
                     seen[c] = True
                     distinct += 1
-        return <double>count > self.data_share * <double>(hi - lo) and distinct >= DATA_MIN_DISTINCT
+        return <double>count > self.lowdiv_max_data_share * <double>(hi - lo) and distinct >= DATA_MIN_DISTINCT
 
     cdef bint _art_run(self, int64_t lo, int64_t hi) noexcept nogil:
         """Whether ``t[lo:hi]`` is an art run (_reference.art_run)."""
@@ -1427,7 +1428,7 @@ cdef class ChannelStream:
         cdef cp_t c
         cdef cp_t sym[4]  # ART_MIN_SYMBOLS <= 4
         cdef bint known
-        if self.art_alnum <= 0.0:
+        if self.lowdiv_art_max_alnum <= 0.0:
             return False
         for i in range(lo, hi):
             c = self._at(<Py_ssize_t>(i - self.base))
@@ -1442,7 +1443,7 @@ cdef class ChannelStream:
                 if not known:
                     sym[nsym] = c
                     nsym += 1
-        return <double>alnum < self.art_alnum * <double>(hi - lo) and nsym >= ART_MIN_SYMBOLS
+        return <double>alnum < self.lowdiv_art_max_alnum * <double>(hi - lo) and nsym >= ART_MIN_SYMBOLS
 
     cdef void _eval_window(self, int64_t end) noexcept nogil:
         """S: evaluate the sliding window ``t[end-slide_window:end]``."""
@@ -1554,28 +1555,28 @@ cdef class ChannelStream:
 
     cdef bint _cycle(self, Event* ev) noexcept nogil:
         cdef int64_t n = self.n
-        cdef Py_ssize_t span = <Py_ssize_t>(n if n < self.cscan else self.cscan)
-        cdef Py_ssize_t top_p = span // self.ccopies, p, need, lim, e0, i, z, l, r
+        cdef Py_ssize_t span = <Py_ssize_t>(n if n < self.cycle_scan_chars else self.cycle_scan_chars)
+        cdef Py_ssize_t top_p = span // self.cycle_min_copies, p, need, lim, e0, i, z, l, r
         cdef Py_ssize_t reach, small, best_len = 0, best_p = 0
         cdef uint16_t x
         cdef bint candidate = False
         cdef int32_t* Z = self.zbuf
         self._cycle_catch_up()
-        if top_p > self.cmax_p:
-            top_p = self.cmax_p
-        if top_p < self.cmin_p or n < self.ck:
+        if top_p > self.cycle_max_period:
+            top_p = self.cycle_max_period
+        if top_p < self.cycle_min_period or n < self.ck:
             return False
         e0 = <Py_ssize_t>(n - 1 - self.base)
         # prefilter: some p whose needed match length holds (one memcmp each)
         x = self.ring_c[(n - 1) & self.cmask]
-        if not self._ring_has(self.ring_c, self.cmask, n - 1 - top_p, n - self.cmin_p, x):
+        if not self._ring_has(self.ring_c, self.cmask, n - 1 - top_p, n - self.cycle_min_period, x):
             return False
-        for p in range(self.cmin_p, top_p + 1):
+        for p in range(self.cycle_min_period, top_p + 1):
             if self.ring_c[(n - 1 - p) & self.cmask] != x:
                 continue
-            lim = self.ccopies * p
-            if lim < self.cmin_chars:
-                lim = self.cmin_chars
+            lim = self.cycle_min_copies * p
+            if lim < self.cycle_min_chars:
+                lim = self.cycle_min_chars
             if lim > span:
                 continue
             need = lim - p
@@ -1585,11 +1586,11 @@ cdef class ChannelStream:
         if not candidate:
             return False
         if Z == NULL:
-            Z = self.zbuf = <int32_t*>malloc((self.cmax_p + 2) * sizeof(int32_t))
+            Z = self.zbuf = <int32_t*>malloc((self.cycle_max_period + 2) * sizeof(int32_t))
             if Z == NULL:
                 self.failed = True
                 return False
-            self.lazy_bytes += (self.cmax_p + 2) * sizeof(int32_t)
+            self.lazy_bytes += (self.cycle_max_period + 2) * sizeof(int32_t)
         # Z-function of the reversed tail r[k] = t[n-1-k], for shifts 1..top_p
         l = 0
         r = 0
@@ -1612,8 +1613,8 @@ cdef class ChannelStream:
             Z[i] = <int32_t>z
             reach = z + i
             if reach > small:
-                if (i >= self.cmin_p and reach >= self.cmin_chars
-                        and reach >= self.ccopies * i):
+                if (i >= self.cycle_min_period and reach >= self.cycle_min_chars
+                        and reach >= self.cycle_min_copies * i):
                     best_len = reach
                     best_p = i
                 small = reach
@@ -1639,7 +1640,7 @@ cdef class ChannelStream:
         while i < self.n:
             stop = min(self.n, i + NEAR_CHUNK)
             idx = <Py_ssize_t>(i - self.base)
-            check(idx - self.n_link - self.nk >= 0 or self.base == 0)
+            check(idx - self.n_link - self.near_ngram >= 0 or self.base == 0)
             check(idx >= 0 and stop - self.base <= self.blen)
             if self.width == 1:
                 near_chunk(<const uint8_t*>self.buf, idx, stop - i, i, self)
@@ -1653,11 +1654,11 @@ cdef class ChannelStream:
     cdef bint _near_recurrence(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._near_recurrence: restarts, copies of varying length."""
         cdef int64_t n = self.n, i, lo, s, e, done, cut = -1, q, lag = 0, base = self.base, exact = 0
-        cdef Py_ssize_t k = self.nk, w = self.nrw, covered = 0
+        cdef Py_ssize_t k = self.near_ngram, w = self.near_recurrence_window, covered = 0
         cdef bint strong = False
         if n < w or n < k or self.n_anchors == 0:
             return False
-        if <double>self.n_recurring < self.nrecur * <double>self.n_anchors:
+        if <double>self.n_recurring < self.near_min_recurrence * <double>self.n_anchors:
             return False  # the gate: the block's anchors nearly all occurred before
         lo = n - w
         done = lo
@@ -1687,9 +1688,9 @@ cdef class ChannelStream:
             if e - s >= q:
                 strong = True
             done = e
-        if cut < 0 or <double>covered < self.nrecur * <double>w:
+        if cut < 0 or <double>covered < self.near_min_recurrence * <double>w:
             return False
-        if <double>self._record_chars(lo, n) >= self.nrec * <double>w:
+        if <double>self._record_chars(lo, n) >= self.near_max_record_share * <double>w:
             return False
         self._near_report(ev, cut, lag, covered, w, exact, strong)
         return True
@@ -1708,7 +1709,7 @@ cdef class ChannelStream:
 
     cdef int64_t _near_walk_back(self, int64_t cut, Py_ssize_t p) noexcept nogil:
         """_reference.near_walk_back down to ``n - span - link`` (what the buffer keeps)."""
-        cdef int64_t floor = self.n - max(2 * self.n_lim, self.nmin_w, self.nrw) - self.n_link
+        cdef int64_t floor = self.n - max(2 * self.n_lim, self.near_min_window, self.near_recurrence_window) - self.n_link
         cdef int64_t base = self.base
         if floor < 0:
             floor = 0
@@ -1756,7 +1757,7 @@ cdef class ChannelStream:
 
     cdef inline Py_ssize_t _ntol(self, Py_ssize_t p) noexcept nogil:
         """_reference.near_tolerance(p, near_tolerance)."""
-        return max(NEAR_MIN_TOL, min(NEAR_SHORT_TOL, p // 4), p // self.ntol)
+        return max(NEAR_MIN_TOL, min(NEAR_SHORT_TOL, p // 4), p // self.near_tolerance)
 
     cdef inline int64_t _near_lag(self, int64_t i, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
         """The distance ``q`` to the nearest earlier anchor ending the same k-gram as anchor
@@ -1960,18 +1961,18 @@ cdef class ChannelStream:
         cdef Py_ssize_t pend = self.n_pend
         self._near_catch_up()
         self.n_pend = 0
-        if 0 < self.n_hold <= self.n_lim and self.n >= self.nmin_w and self.n >= self.nk:
+        if 0 < self.n_hold <= self.n_lim and self.n >= self.near_min_window and self.n >= self.near_ngram:
             # a loop N holds on: its window at the same period, first
             held = self._near_window(ev, self.n_hold, self._ntol(self.n_hold)) == 1
-        if not held and 0 < pend <= self.n_lim and pend != self.n_hold and self.n >= self.nmin_w \
-                and self.n >= self.nk:
+        if not held and 0 < pend <= self.n_lim and pend != self.n_hold and self.n >= self.near_min_window \
+                and self.n >= self.near_ngram:
             # a period whose window fell short at the previous checkpoint (a noisy loop's
             # lags scatter; its window may pass one block later)
             r = self._near_window(ev, pend, self._ntol(pend))
             held = r == 1
             if r == 0 and <double>self.n_covered >= self._pending_min(pend):
                 self.n_pend = pend  # a loop still growing into its window: once more
-        if not held and self.n >= self.nmin_w and self.n >= self.nk:
+        if not held and self.n >= self.near_min_window and self.n >= self.near_ngram:
             held = self._near_eval(ev) or self._near_recurrence(ev)
         self.n_hold = <Py_ssize_t>ev.ev0 if held else 0
         # strong: a whole copy equal to the one before it, at this checkpoint and the previous one
@@ -1988,19 +1989,19 @@ cdef class ChannelStream:
 
     cdef inline double _pending_min(self, Py_ssize_t p) noexcept nogil:
         """_reference.ChannelStream._pending_min."""
-        cdef double w = <double>max(2 * p, self.nmin_w)
-        return max(NEAR_PENDING_KEEP * w, self.ncov * w - <double>self.check_every)
+        cdef double w = <double>max(2 * p, self.near_min_window)
+        return max(NEAR_PENDING_KEEP * w, self.near_min_coverage * w - <double>self.check_every)
 
     cdef bint _near_eval(self, Event* ev) noexcept nogil:
         """N's periodic check (_reference.ChannelStream._near_periodic): the most frequent
         nearest lag, then, when its window fails, the most voted other lags."""
         cdef int64_t n = self.n, i, b0
-        cdef Py_ssize_t k = self.nk, p, tol, within, r, j, slot
+        cdef Py_ssize_t k = self.near_ngram, p, tol, within, r, j, slot
         cdef Py_ssize_t cand[NEAR_CANDIDATES]
         cdef uint32_t votes[NEAR_CANDIDATES]
         cdef Py_ssize_t ncand, p1, m
         cdef int64_t d, d2, sum_c, sum_cd
-        if n < self.nmin_w or n < k or self.n_best == 0:
+        if n < self.near_min_window or n < k or self.n_best == 0:
             return False
         # the first: the most frequent nearest lag (ties: the smallest), its share counted
         # from the histogram
@@ -2024,7 +2025,7 @@ cdef class ChannelStream:
                 if m * p - tol <= self.n_lag[slot] <= m * p + tol:
                     within += self.n_count[slot]
                     break
-        if <double>within >= self.nlag * <double>self.n_anchors:
+        if <double>within >= self.near_min_lag_share * <double>self.n_anchors:
             r = self._near_window(ev, p, tol)
             if r != 0:
                 return r == 1
@@ -2045,7 +2046,7 @@ cdef class ChannelStream:
             d = self.n_last[i & self.n_lmask]
             r = 0
             while d != 0 and d <= self.n_lim and r < NEAR_VOTES:
-                if d >= self.nmin_p and d != p1:
+                if d >= self.near_min_period and d != p1:
                     self._near_table_add(<Py_ssize_t>d)
                 d2 = self.n_last[(i - d) & self.n_lmask]
                 if d2 == 0:
@@ -2062,7 +2063,7 @@ cdef class ChannelStream:
             for i in range(b0, n):
                 if self.n_last[i & self.n_lmask] != 0 and self._near_lag(i, p, tol) != 0:
                     within += 1
-            if <double>within >= self.nlag * <double>self.n_anchors:
+            if <double>within >= self.near_min_lag_share * <double>self.n_anchors:
                 r = self._near_window(ev, p, tol)
                 if r == 1:
                     return True
@@ -2125,14 +2126,14 @@ cdef class ChannelStream:
         cdef int64_t n = self.n, hi = self.n, cut = -1, end = 0
         cdef Py_ssize_t w, covered
         cdef double need, floor
-        w = max(2 * p, self.nmin_w)
+        w = max(2 * p, self.near_min_window)
         self.n_covered = 0
         if n < w:
             return 0
-        need = self.ncov * <double>w
+        need = self.near_min_coverage * <double>w
         floor = need - <double>self.check_every  # <= the pending minimum too
         covered = self._near_cover(p, tol, n, w, &cut, &end, floor)
-        if <double>covered < need and 2 * self.nk <= n - end < self.check_every and end >= w and \
+        if <double>covered < need and 2 * self.near_ngram <= n - end < self.check_every and end >= w and \
                 <double>(covered + (n - end)) >= need:
             # the copies ended inside the last block: the window that ends with them
             hi = end
@@ -2140,7 +2141,7 @@ cdef class ChannelStream:
         self.n_covered = covered
         if cut < 0 or <double>covered < need:
             return 0
-        if <double>self._record_chars(hi - w, hi) >= self.nrec * <double>w:
+        if <double>self._record_chars(hi - w, hi) >= self.near_max_record_share * <double>w:
             return 2
         cut = self._near_walk_back(cut, p)
         self._near_report(ev, cut, p, covered, w, self.n_exact, self.n_whole)
@@ -2154,7 +2155,7 @@ cdef class ChannelStream:
         (cut -1) once ``covered + (hi - done)`` is below ``floor``."""
         cdef int64_t i, lo = hi - w, s, e, done, cut = -1, q, c, gaps, last = hi - w
         cdef int64_t run[3]
-        cdef Py_ssize_t k = self.nk, covered = 0
+        cdef Py_ssize_t k = self.near_ngram, covered = 0
         run[0] = lo
         run[1] = 0
         run[2] = 0
@@ -2204,7 +2205,7 @@ cdef class ChannelStream:
         """_reference.ChannelStream._salad: a salad of symbols, else of words."""
         if self._symbol_salad(ev):
             return True
-        return self.salad_mw != 0 and self._word_salad(ev)
+        return self.salad_max_words != 0 and self._word_salad(ev)
 
     cdef bint _inside_brackets(self, int64_t end) noexcept nogil:
         """_reference._inside_brackets(t, end)."""
@@ -2268,8 +2269,8 @@ cdef class ChannelStream:
     cdef bint _symbol_salad(self, Event* ev) noexcept nogil:
         """_reference.ChannelStream._symbol_salad: a window of few symbols and no words."""
         cdef int64_t n = self.n, lo, i, cut
-        cdef Py_ssize_t w = self.salad_w, alnum = 0, space = 0, digits = 0, unique, run = 0
-        cdef double max_alnum = self.salad_alnum * <double>w, max_space = self.salad_space * <double>w
+        cdef Py_ssize_t w = self.salad_window, alnum = 0, space = 0, digits = 0, unique, run = 0
+        cdef double max_alnum = self.salad_max_alnum * <double>w, max_space = self.salad_max_space * <double>w
         cdef cp_t c
         if n < w:
             return False
@@ -2279,7 +2280,7 @@ cdef class ChannelStream:
         for i in range(n - min(<int64_t>SALAD_GATE, w), n):
             if is_alnum(self._at(<Py_ssize_t>(i - self.base))):
                 alnum += 1
-                if <double>alnum >= self.salad_alnum * <double>min(<int64_t>SALAD_GATE, w):
+                if <double>alnum >= self.salad_max_alnum * <double>min(<int64_t>SALAD_GATE, w):
                     return False
         alnum = 0
         for i in range(lo, n):
@@ -2295,8 +2296,8 @@ cdef class ChannelStream:
             return False
         if <double>digits >= SALAD_MAX_DIGITS * <double>w:
             return False  # numbers: an enumeration, not a salad
-        unique = self._distinct(lo, n, self.salad_u)
-        if unique >= self.salad_u:
+        unique = self._distinct(lo, n, self.salad_max_unique)
+        if unique >= self.salad_max_unique:
             return False
         cut = lo
         for i in range(lo, n):
@@ -2314,7 +2315,7 @@ cdef class ChannelStream:
         return True
 
     cdef bint _is_phrase_group(self, Py_ssize_t g) noexcept nogil:
-        return self.grp_count[g] >= self.pool_min_occ
+        return self.grp_count[g] >= self.pool_min_occurrences
 
     cdef bint _pool(self, Event* ev) noexcept nogil:
         cdef Py_ssize_t gi, g, covered = 0, distinct = 0, m, j, slot, members, before, k
@@ -2328,9 +2329,9 @@ cdef class ChannelStream:
             if self._is_phrase_group(g):
                 covered += self.grp_count[g]
                 distinct += 1
-        if <double>covered < self.pool_cov * <double>self.pool_window:
+        if <double>covered < self.pool_min_coverage * <double>self.pool_window:
             return False
-        if distinct < self.pool_min_d or distinct > self.pool_max_d:
+        if distinct < self.pool_min_distinct or distinct > self.pool_max_distinct:
             return False
         if self.holding[K_P]:
             return True  # same episode: nothing is reported, skip the details
@@ -2363,7 +2364,7 @@ cdef class ChannelStream:
         for j in range(m):
             slot = <Py_ssize_t>((first + j) % self.rec_cap)
             if self._in_pool(slot):
-                if <double>(members - before) >= self.pool_cov * <double>(m - j):
+                if <double>(members - before) >= self.pool_min_coverage * <double>(m - j):
                     ev.start = ev.cut = self.rec_start[slot]
                     return True
                 before += 1
@@ -2372,7 +2373,7 @@ cdef class ChannelStream:
     cdef bint _in_pool(self, Py_ssize_t slot) noexcept nogil:
         """Whether the record in ``slot`` is one of the current phrases."""
         cdef Py_ssize_t gi, g
-        if self.rec_len[slot] > self.pool_maxlen:
+        if self.rec_len[slot] > self.pool_max_phrase_chars:
             return False
         for gi in range(self.grp_nactive):
             g = self.grp_active[gi]
@@ -2386,18 +2387,18 @@ cdef class ChannelStream:
         cdef int k
         cdef int64_t position
         memset(found, 0, sizeof(found))
-        holds[K_E] = self.e_on and self._exact_tail(&found[K_E])
-        holds[K_L] = self.l_on and self._lowdiv_tail(&found[K_L])
-        holds[K_S] = self.s_on and self.s_fired and self.n >= self.min_chars
+        holds[K_E] = self.exact_tail and self._exact_tail(&found[K_E])
+        holds[K_L] = self.lowdiv_tail and self._lowdiv_tail(&found[K_L])
+        holds[K_S] = self.lowdiv_sliding and self.s_fired and self.n >= self.min_chars
         if holds[K_S]:
             found[K_S].start = found[K_S].cut = self.s_start
             found[K_S].ev0 = self.s_unique
             found[K_S].ev1 = self.s_top
             found[K_S].ev2 = self.s_start
-        holds[K_C] = self.c_on and self._cycle(&found[K_C])
-        holds[K_P] = self.p_on and self._pool(&found[K_P])
-        holds[K_N] = self.n_on and self._near(&found[K_N])
-        holds[K_T] = self.t_on and self._salad(&found[K_T])
+        holds[K_C] = self.cycle and self._cycle(&found[K_C])
+        holds[K_P] = self.pool and self._pool(&found[K_P])
+        holds[K_N] = self.near_cycle and self._near(&found[K_N])
+        holds[K_T] = self.salad and self._salad(&found[K_T])
         if holds[K_E] or holds[K_L] or holds[K_S]:
             self.fuse_cp += 1
         position = self._map(self.n)
@@ -2443,7 +2444,7 @@ cdef inline int64_t near_extend_chunk(const cu_t* buf, ChannelStream st, int64_t
                                       int64_t* run) noexcept nogil:
     """ChannelStream._near_extend over the buffer's code units (``buf[x - base]`` is t[x])."""
     cdef int64_t a = 0, L = 0, hit, base = st.base, link = st.n_link
-    cdef Py_ssize_t g, j, r, k = st.nk, nt
+    cdef Py_ssize_t g, j, r, k = st.near_ngram, nt
     cdef int64_t tries[10]
     cdef int64_t valid[10]
     cdef uint32_t c1, c2
@@ -2582,7 +2583,7 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
                     wid = k
                     break
             if wid < 0:
-                if nw == st.salad_mw:
+                if nw == st.salad_max_words:
                     break
                 wid = nw
                 w_start[nw] = j
@@ -2621,7 +2622,7 @@ cdef inline bint word_salad_walk(const cu_t* buf, ChannelStream st, Event* ev) n
     q = ntok - 1
     while q >= 0 and counts[tok_id[q]] < SALAD_WORD_REPEAT:
         q -= 1
-    if q + 1 < st.salad_minw:
+    if q + 1 < st.salad_min_words:
         return False
     memset(pairs, 0, sizeof(pairs))
     for k in range(q + 1):
@@ -2664,9 +2665,9 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
     cdef uint16_t* lags = st.n_lag
     cdef Py_ssize_t tmask = st.n_tmask, t
     cdef Py_ssize_t lmask = st.n_lmask, smask = st.n_smask, m = 0, x, j, at
-    cdef Py_ssize_t k = st.nk, best = st.n_best, mode = st.n_mode, recurring = 0
-    cdef int64_t first = st.nk - 1, pos, d, found, head_d, lim = st.n_lim, link = st.n_link
-    cdef int64_t min_p = st.nmin_p
+    cdef Py_ssize_t k = st.near_ngram, best = st.n_best, mode = st.n_mode, recurring = 0
+    cdef int64_t first = st.near_ngram - 1, pos, d, found, head_d, lim = st.n_lim, link = st.n_link
+    cdef int64_t min_p = st.near_min_period
     cdef int shift = 48 - st.n_hbits
     cdef uint64_t smask_h = (<uint64_t>1 << st.n_hbits) - 1
     cdef uint16_t sd

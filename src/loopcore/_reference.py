@@ -14,7 +14,7 @@ Conventions shared with the compiled core
 * Positions are Unicode code points (Python ``str`` indices) into the
   *original* channel text of one attempt.
 * ``t`` is the text the detectors see: the original text with fenced code
-  blocks removed when ``mask_code`` is true (SPEC §2.6).
+  blocks removed when ``skip_code_blocks`` is true (SPEC §2.6).
 * Checkpoints happen whenever ``len(t)`` reaches a multiple of
   ``check_every``, and once more at :meth:`ChannelStream.finish` when the last
   length was not a checkpoint.
@@ -29,11 +29,10 @@ import sys
 import threading
 from typing import Any
 
+from . import _params
+
 __all__ = [
     "ChannelStream",
-    "check_params",
-    "PARAMS",
-    "INT_RANGES",
     "KINDS",
     "WHITESPACE",
     "smallest_periods",
@@ -519,88 +518,6 @@ def smallest_periods(s: str) -> list[int]:
 
 
 #: The parameters of :class:`ChannelStream` (all keyword-only and required).
-PARAMS = (
-    "mask_code", "fence_repeat_lines", "check_every",
-    "e_on", "min_chars", "window", "history", "repeats",
-    "l_on", "lowdiv_window", "ngram", "lowdiv_max_unique", "lowdiv_min_repeat", "lowdiv_max_data_share",
-    "lowdiv_art_max_alnum",
-    "s_on", "slide_window", "slide_step", "slide_max_unique", "slide_min_repeat",
-    "c_on", "cycle_min_period", "cycle_max_period", "cycle_min_copies", "cycle_min_chars",
-    "cycle_scan_chars",
-    "p_on", "pool_window", "pool_min_coverage", "pool_max_phrase_chars", "pool_min_occurrences",
-    "pool_min_distinct", "pool_max_distinct", "pool_skip_key_value",
-    "n_on", "near_ngram", "near_min_period", "near_max_period", "near_min_window", "near_tolerance",
-    "near_min_lag_share", "near_min_coverage", "near_max_record_share", "near_recurrence_window",
-    "near_min_recurrence",
-    "t_on", "salad_window", "salad_max_unique", "salad_max_alnum", "salad_max_space",
-    "salad_max_words", "salad_min_words",
-)
-_FLAGS = {"mask_code", "e_on", "l_on", "s_on", "c_on", "p_on", "pool_skip_key_value", "n_on", "t_on"}
-#: Shares in (0, 1] (``near_max_record_share`` may be 1: never hold back; above 1 is refused).
-_SHARES = ("pool_min_coverage", "lowdiv_max_data_share", "near_min_lag_share", "near_min_coverage",
-           "near_max_record_share", "near_min_recurrence", "salad_max_alnum", "salad_max_space")
-#: Integer parameters: (minimum, maximum).  The maxima bound memory per stream.
-INT_RANGES = {
-    "check_every": (1, 1_000_000), "min_chars": (0, 1_000_000), "window": (1, 1_000_000),
-    "history": (0, 1_000_000), "repeats": (2, 1_000_000), "lowdiv_window": (1, 1_000_000),
-    "ngram": (1, 10_000), "lowdiv_max_unique": (1, 1_000_000), "lowdiv_min_repeat": (1, 1_000_000),
-    "slide_window": (1, 1_000_000), "slide_step": (1, 1_000_000), "slide_max_unique": (1, 1_000_000),
-    "slide_min_repeat": (1, 1_000_000), "cycle_min_period": (1, 1_000_000),
-    "cycle_max_period": (1, 1_000_000), "cycle_min_copies": (2, 1_000_000),
-    "cycle_min_chars": (0, 1_000_000), "cycle_scan_chars": (1, 1_000_000),
-    "pool_window": (1, 1_000), "pool_max_phrase_chars": (1, 1_000),
-    "pool_min_occurrences": (1, 1_000), "pool_min_distinct": (1, 1_000), "pool_max_distinct": (1, 1_000),
-    # N keeps 16-bit distances: period + period // tolerance must stay below 65,536
-    "near_ngram": (1, 64), "near_min_period": (1, 16_000), "near_max_period": (1, 16_000),
-    "near_min_window": (1, 100_000), "near_tolerance": (1, 1_000_000), "near_recurrence_window": (1, 32_000),
-    "salad_window": (1, 100_000), "salad_max_unique": (1, 1_000_000),
-    # the word salad's sets are bitmasks of at most 16 words; its run fits SALAD_WORD_WINDOW
-    "salad_max_words": (0, 16), "salad_min_words": (2, 300),
-    "fence_repeat_lines": (0, 1_000_000),
-}
-
-
-def check_params(params: dict[str, Any]) -> None:
-    """Validate :class:`ChannelStream` parameters; both implementations call it first.
-
-    :class:`loopguard.TextConfig` validates the same keys with messages naming
-    them as config keys; this is the core's own guard for direct use.
-
-    Raises
-    ------
-    TypeError
-        for a missing or unknown parameter, a flag that is not a ``bool``, an
-        integer parameter that is not an ``int`` (``bool`` excluded), or a
-        ``pool_min_coverage`` that is not a number.
-    ValueError
-        for a value out of its range (:data:`INT_RANGES`; coverage in (0, 1]).
-    """
-    missing = [k for k in PARAMS if k not in params]
-    unknown = sorted(set(params) - set(PARAMS))
-    if missing or unknown:
-        raise TypeError(f"ChannelStream parameters: missing {missing}, unknown {unknown}")
-    for key in _FLAGS:
-        if not isinstance(params[key], bool):
-            raise TypeError(f"{key} must be a bool, not {type(params[key]).__name__}")
-    for key, (low, high) in INT_RANGES.items():
-        value = params[key]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{key} must be an int, not {type(value).__name__}")
-        if not low <= value <= high:
-            raise ValueError(f"{key}={value!r} is out of range [{low}, {high}]")
-    art = params["lowdiv_art_max_alnum"]
-    if isinstance(art, bool) or not isinstance(art, (int, float)):
-        raise TypeError(f"lowdiv_art_max_alnum must be a number, not {type(art).__name__}")
-    if not 0 <= art <= 1:
-        raise ValueError(f"lowdiv_art_max_alnum={art!r} is out of range [0, 1]")
-    for key in _SHARES:
-        share = params[key]
-        if isinstance(share, bool) or not isinstance(share, (int, float)):
-            raise TypeError(f"{key} must be a number, not {type(share).__name__}")
-        if not 0 < share <= 1:
-            raise ValueError(f"{key}={share!r} is out of range (0, 1]")
-
-
 def _inside_brackets(t: str, end: int) -> bool:
     """Whether ``t[:end]`` ends inside an open bracket ``( [ {`` of its paragraph: going back
     at most :data:`SALAD_BRACKET_REACH` code points, and not past a blank line (``\\n``, then
@@ -645,14 +562,14 @@ def _item_line(t: str, start: int, end: int) -> bool:
 class ChannelStream:
     """Reference detector state for one channel of one attempt.
 
-    Parameters are the detector keys of SPEC §2 (:data:`PARAMS`; see
-    :class:`loopguard.TextConfig` for their meaning and defaults); all are
-    keyword-only and required, and validated by :func:`check_params`.
+    Parameters are the detector keys of SPEC §2 (``loopcore._params.PARAMS``, the one
+    schema: names, types, defaults, bounds and docs); all are keyword-only and
+    required, and validated by ``loopcore._params.check``.
 
     Raises
     ------
     TypeError, ValueError
-        from the constructor, for invalid parameters (:func:`check_params`).
+        from the constructor, for invalid parameters (``loopcore._params.check``).
     TypeError
         from :meth:`feed` when ``delta`` is not a ``str``.
     RuntimeError
@@ -660,30 +577,30 @@ class ChannelStream:
     """
 
     def __init__(self, **params: Any) -> None:
-        check_params(params)
-        self.mask_code: bool = params["mask_code"]
+        _params.check(params)
+        self.skip_code_blocks: bool = params["skip_code_blocks"]
         self.fence_repeat_lines: int = params["fence_repeat_lines"]
         self.check_every: int = params["check_every"]
-        self.e_on, self.min_chars, self.window = params["e_on"], params["min_chars"], params["window"]
+        self.exact_tail, self.min_chars, self.window = params["exact_tail"], params["min_chars"], params["window"]
         self.history, self.repeats = params["history"], params["repeats"]
-        self.l_on, self.lowdiv_window, self.ngram = params["l_on"], params["lowdiv_window"], params["ngram"]
+        self.lowdiv_tail, self.lowdiv_window, self.ngram = params["lowdiv_tail"], params["lowdiv_window"], params["ngram"]
         self.lowdiv_max_unique = params["lowdiv_max_unique"]
         self.lowdiv_max_data_share = params["lowdiv_max_data_share"]
         self.lowdiv_art_max_alnum = params["lowdiv_art_max_alnum"]
         self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
-        self.s_on, self.slide_window, self.slide_step = params["s_on"], params["slide_window"], params["slide_step"]
+        self.lowdiv_sliding, self.slide_window, self.slide_step = params["lowdiv_sliding"], params["slide_window"], params["slide_step"]
         self.slide_max_unique, self.slide_min_repeat = params["slide_max_unique"], params["slide_min_repeat"]
-        self.c_on = params["c_on"]
+        self.cycle = params["cycle"]
         self.cycle_min_period, self.cycle_max_period = params["cycle_min_period"], params["cycle_max_period"]
         self.cycle_min_copies, self.cycle_min_chars = params["cycle_min_copies"], params["cycle_min_chars"]
         self.cycle_scan_chars = params["cycle_scan_chars"]
-        self.p_on, self.pool_window = params["p_on"], params["pool_window"]
+        self.pool, self.pool_window = params["pool"], params["pool_window"]
         self.pool_min_coverage = params["pool_min_coverage"]
         self.pool_max_phrase_chars = params["pool_max_phrase_chars"]
         self.pool_min_occurrences = params["pool_min_occurrences"]
         self.pool_min_distinct, self.pool_max_distinct = params["pool_min_distinct"], params["pool_max_distinct"]
         self.pool_skip_key_value = params["pool_skip_key_value"]
-        self.n_on, self.near_ngram = params["n_on"], params["near_ngram"]
+        self.near_cycle, self.near_ngram = params["near_cycle"], params["near_ngram"]
         self.near_min_period, self.near_max_period = params["near_min_period"], params["near_max_period"]
         self.near_min_window, self.near_tolerance = params["near_min_window"], params["near_tolerance"]
         self.near_min_lag_share = params["near_min_lag_share"]
@@ -697,7 +614,7 @@ class ChannelStream:
         self._near_exact = 0  # the longest exact piece of the last window walk
         self._near_whole = False  # ... and whether one was a whole copy (as long as its lag)
         self._near_whole_prev = False  # N held with a whole copy at the previous checkpoint
-        self.t_on, self.salad_window = params["t_on"], params["salad_window"]
+        self.salad, self.salad_window = params["salad"], params["salad_window"]
         self.salad_max_unique = params["salad_max_unique"]
         self.salad_max_alnum, self.salad_max_space = params["salad_max_alnum"], params["salad_max_space"]
         self.salad_max_words, self.salad_min_words = params["salad_max_words"], params["salad_min_words"]
@@ -798,7 +715,7 @@ class ChannelStream:
 
     def _take(self, pos: int, ch: str, out: list) -> None:
         """Fence masking, one original character at a time (SPEC §2.6)."""
-        if not self.mask_code:
+        if not self.skip_code_blocks:
             self._emit(pos, ch, out)
             return
         if self._opening_line:
@@ -880,13 +797,13 @@ class ChannelStream:
         t = "".join(self._t)
         n = len(t)
         results = {
-            "exact_tail": self._exact_tail(t) if self.e_on else None,
-            "lowdiv_tail": self._lowdiv_tail(t) if self.l_on else None,
-            "lowdiv_sliding": self._lowdiv_sliding(t, final) if self.s_on else None,
-            "cycle": self._cycle(t) if self.c_on else None,
-            "pool": self._pool(t) if self.p_on else None,
-            "near_cycle": self._near_cycle(t) if self.n_on else None,
-            "salad": self._salad(t) if self.t_on else None,
+            "exact_tail": self._exact_tail(t) if self.exact_tail else None,
+            "lowdiv_tail": self._lowdiv_tail(t) if self.lowdiv_tail else None,
+            "lowdiv_sliding": self._lowdiv_sliding(t, final) if self.lowdiv_sliding else None,
+            "cycle": self._cycle(t) if self.cycle else None,
+            "pool": self._pool(t) if self.pool else None,
+            "near_cycle": self._near_cycle(t) if self.near_cycle else None,
+            "salad": self._salad(t) if self.salad else None,
         }
         position = self._map(n)
         if any(results[kind] is not None for kind in KINDS[:3]):

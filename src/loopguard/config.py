@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from loopcore._params import KIND_FLAGS, PARAMS, Param, rule_errors
 
 from .errors import ConfigError
 
@@ -82,75 +85,32 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
     }
 }
 
-_BIG = 1_000_000  # bound on windows and spans: keeps memory per channel bounded
-
-# key -> (default, minimum, maximum); the integer keys of SPEC §2.
-_INT_KEYS: dict[str, tuple[int, int, int]] = {
-    "check_every": (200, 1, _BIG),
-    # E -- exact tail repeat (002 ①a)
-    "min_chars": (2000, 0, _BIG),
-    "window": (600, 1, _BIG),
-    "history": (4000, 0, _BIG),
-    "repeats": (3, 2, _BIG),
-    # L -- low diversity, tail (002 ①b)
-    "lowdiv_window": (2000, 1, _BIG),
-    "ngram": (24, 1, 10_000),
-    "lowdiv_max_unique": (45, 1, _BIG),
-    "lowdiv_min_repeat": (10, 1, _BIG),
-    # S -- low diversity, sliding (002 ①b-2)
-    "slide_window": (400, 1, _BIG),
-    "slide_step": (100, 1, _BIG),
-    "slide_max_unique": (30, 1, _BIG),
-    "slide_min_repeat": (3, 1, _BIG),
-    # C -- verbatim cycle (003)
-    "cycle_min_period": (16, 1, _BIG),
-    "cycle_max_period": (4000, 1, _BIG),
-    "cycle_min_copies": (3, 2, _BIG),
-    "cycle_min_chars": (600, 0, _BIG),
-    "cycle_scan_chars": (12000, 1, _BIG),
-    # P -- phrase pool (003)
-    "pool_window": (30, 1, 1_000),
-    "pool_max_phrase_chars": (48, 1, 1_000),
-    "pool_min_occurrences": (3, 1, 1_000),
-    "pool_min_distinct": (2, 1, 1_000),
-    "pool_max_distinct": (8, 1, 1_000),
-    # N -- near-verbatim cycle (loopguard's own, SPEC §2.7 default; off in the seed profiles)
-    "near_ngram": (5, 1, 64),
-    "near_min_period": (1, 1, 16_000),
-    "near_max_period": (4000, 1, 16_000),
-    "near_min_window": (600, 1, 100_000),
-    "near_tolerance": (16, 1, _BIG),
-    "near_recurrence_window": (1000, 1, 32_000),
-    # T -- salad of symbols or words (loopguard's own; off in the seed profiles)
-    "salad_window": (600, 1, 100_000),
-    "salad_max_unique": (32, 1, _BIG),
-    # T's word salad: at most this many distinct words (0: off), in a run of this many tokens
-    "salad_max_words": (8, 0, 16),
-    "salad_min_words": (60, 2, 300),
-    # masking: a code line repeated this many times in a row inside a fence is shown to the
-    # detectors (0: fenced code is masked whole, as SPEC §2.6 and the seeds)
-    "fence_repeat_lines": (0, 0, _BIG),
-    # policy
-    "fuse_hits_before_action": (2, 1, _BIG),
-}
+#: The config's keys: every core parameter but the enable flags (``enabled`` holds those),
+#: then the policy's own.  Names, types, SPEC defaults, bounds and docs: loopcore's one schema.
+_POLICY: tuple[Param, ...] = (
+    Param("fuse_hits_before_action", int, 2, "policy",
+          "checkpoints at which the seed-002 checks (E, L, S) must hold before a cut", 1, 1_000_000),
+)
+_FIELDS: tuple[Param, ...] = tuple(p for p in PARAMS if p.name not in KIND_FLAGS) + _POLICY
 _WATCH = ("both", "reasoning", "text")
-#: N's shares: key -> default, each a number in (0, 1].
-_SHARE_KEYS: dict[str, float] = {
-    "near_min_lag_share": 0.35,
-    "near_min_coverage": 0.82,
-    "near_max_record_share": 0.5,
-    "near_min_recurrence": 0.95,
-    "salad_max_alnum": 0.25,
-    "salad_max_space": 0.5,
-}
 
 
-def _check_int(key: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(key, value, f"an integer from {lo} to {hi}")
-    if not lo <= value <= hi:
-        raise ConfigError(key, value, f"an integer from {lo} to {hi}")
-    return value
+def _default_text(p: Param) -> str:
+    tuned = PROFILE_OVERRIDES["default"].get(p.name)
+    base = repr(p.default)
+    return base if tuned is None or tuned == p.default else f"{base}; {tuned!r} in ``default``"
+
+
+def _keys_doc() -> str:
+    """The docstring's key list, from the schema."""
+    rows: list[str] = []
+    for detector in ("stream", *KIND_FLAGS, "policy"):
+        fields = [p for p in _FIELDS if p.detector == detector]
+        if fields:
+            text = f"*{detector}*: " + "; ".join(f"``{p.name}`` ({_default_text(p)}): {p.doc}" for p in fields) + "."
+            rows.append(textwrap.fill(text, 96, initial_indent="    ", subsequent_indent="      ",
+                                      break_on_hyphens=False))
+    return "\n".join(rows)
 
 
 def _parse_enabled(value: Any) -> frozenset[str]:
@@ -182,41 +142,22 @@ class TextConfig:
     reason).  Every other key defaults to the SPEC number; lengths and
     positions are Unicode code points.
 
-    Keys (defaults): ``check_every`` (200); E: ``min_chars`` (2000), ``window``
-    (600), ``history`` (4000), ``repeats`` (3); L: ``lowdiv_window`` (2000),
-    ``ngram`` (24; 40 in ``default``), ``lowdiv_max_unique`` (45),
-    ``lowdiv_min_repeat`` (10), ``lowdiv_max_data_share`` (1.0: off; 0.8 in
-    ``default``: L and S hold back on hex-dump-like data runs),
-    ``lowdiv_art_max_alnum`` (0: off in every profile; L and S hold back on
-    ASCII-art runs when set); S:
-    ``slide_window`` (400), ``slide_step`` (100), ``slide_max_unique`` (30),
-    ``slide_min_repeat`` (3); C: ``cycle_min_period`` (16; 2 in ``default``),
-    ``cycle_max_period`` (4000), ``cycle_min_copies`` (3), ``cycle_min_chars``
-    (600), ``cycle_scan_chars`` (12000); P: ``pool_window`` (30),
-    ``pool_min_coverage`` (0.75), ``pool_max_phrase_chars`` (48; 64 in
-    ``default``), ``pool_min_occurrences`` (3; 2), ``pool_min_distinct`` (2),
-    ``pool_max_distinct`` (8; 16), ``pool_skip_key_value`` (False; True in
-    ``default``: ``key: value`` data lines are not phrases); N: ``near_ngram``
-    (5), ``near_min_period`` (1), ``near_max_period`` (4000), ``near_min_window``
-    (600), ``near_tolerance`` (16: lags within ``max(2, p // 16)`` of the
-    period count), ``near_min_lag_share`` (0.35), ``near_min_coverage`` (0.82),
-    ``near_max_record_share`` (0.5), ``near_recurrence_window`` (1000: restarts,
-    copies of varying length), ``near_min_recurrence`` (0.95); T (token salad):
-    ``salad_window`` (600), ``salad_max_unique`` (32), ``salad_max_alnum`` (0.25),
-    ``salad_max_space`` (0.5), ``salad_max_words`` (8; 0: no word salad, at most 16),
-    ``salad_min_words`` (60, at most 300: a quarter of the 1,200-code-point word window); ``skip_code_blocks``
-    (True: fenced code is masked on the text channel), ``fence_repeat_lines`` (0; 8 in
-    ``default``: a code line repeated that many times in a row inside a fence is shown to the
-    detectors from that copy on, so a loop in code needs more evidence, never none; 0 = masked
-    whole), ``fuse_hits_before_action`` (2), ``watch``
-    (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the profile's
-    kinds; a collection of kind names or seed letters).
+    Keys (defaults; the ``default`` profile's own values after ``;``), by the
+    detector that reads them -- generated from loopcore's one parameter schema
+    (``loopcore._params``):
+
+{KEYS}
+
+    and ``watch`` (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the
+    profile's kinds; a collection of kind names or seed letters).
 
     Raises
     ------
     ConfigError
         (a ``ValueError``) naming the key, the value and the rule, for an
-        unknown profile or key, a value of the wrong type or out of range.
+        unknown profile or key, a value of the wrong type or out of range, or a
+        broken cross-field rule (a maximum below its minimum; ``window`` below 40
+        while E is enabled).
 
     Examples
     --------
@@ -228,8 +169,7 @@ class TextConfig:
     loopguard.errors.ConfigError: TextConfig: window=0 is invalid: must be an integer from 1 to 1000000
     """
 
-    __slots__ = ("profile", "enabled", "watch", "skip_code_blocks", "pool_skip_key_value", "pool_min_coverage",
-                 "lowdiv_max_data_share", "lowdiv_art_max_alnum", *_SHARE_KEYS, *_INT_KEYS)
+    __slots__ = ("profile", "enabled", "watch", *(p.name for p in _FIELDS))
 
     profile: str
     enabled: frozenset[str]
@@ -290,51 +230,19 @@ class TextConfig:
         set_ = object.__setattr__
         set_(self, "profile", profile)
         tuned = PROFILE_OVERRIDES.get(profile, {})
-        for key, (default, lo, hi) in _INT_KEYS.items():
-            set_(self, key, _check_int(key, overrides.get(key, tuned.get(key, default)), lo, hi))
-        coverage = overrides.get("pool_min_coverage", 0.75)
-        if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not 0 < coverage <= 1:
-            raise ConfigError("pool_min_coverage", coverage, "a number in (0, 1]")
-        set_(self, "pool_min_coverage", float(coverage))
-        share = overrides.get("lowdiv_max_data_share", tuned.get("lowdiv_max_data_share", 1.0))
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
-            raise ConfigError("lowdiv_max_data_share", share, "a number in (0, 1]")
-        set_(self, "lowdiv_max_data_share", float(share))
-        art = overrides.get("lowdiv_art_max_alnum", tuned.get("lowdiv_art_max_alnum", 0.0))
-        if isinstance(art, bool) or not isinstance(art, (int, float)) or not 0 <= art <= 1:
-            raise ConfigError("lowdiv_art_max_alnum", art, "a number in [0, 1]")
-        set_(self, "lowdiv_art_max_alnum", float(art))
-        for key, share_default in _SHARE_KEYS.items():
-            value = overrides.get(key, tuned.get(key, share_default))
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-                raise ConfigError(key, value, "a number in (0, 1]")
-            set_(self, key, float(value))
-        skip = overrides.get("skip_code_blocks", True)
-        if not isinstance(skip, bool):
-            raise ConfigError("skip_code_blocks", skip, "True or False")
-        set_(self, "skip_code_blocks", skip)
-        skip_kv = overrides.get("pool_skip_key_value", tuned.get("pool_skip_key_value", False))
-        if not isinstance(skip_kv, bool):
-            raise ConfigError("pool_skip_key_value", skip_kv, "True or False")
-        set_(self, "pool_skip_key_value", skip_kv)
+        for p in _FIELDS:
+            value = overrides.get(p.name, tuned.get(p.name, p.default))
+            if p.problem(value) is not None:
+                raise ConfigError(p.name, value, p.rule())
+            set_(self, p.name, float(value) if p.kind is float else value)
         watch = overrides.get("watch", "both")
         if watch not in _WATCH:
             raise ConfigError("watch", watch, "one of both, reasoning, text")
         set_(self, "watch", watch)
         enabled = overrides.get("enabled")
         set_(self, "enabled", PROFILES[profile] if enabled is None else _parse_enabled(enabled))
-        if self.cycle_max_period < self.cycle_min_period:
-            raise ConfigError(
-                "cycle_max_period", self.cycle_max_period, f">= cycle_min_period ({self.cycle_min_period})"
-            )
-        if self.near_max_period < self.near_min_period:
-            raise ConfigError(
-                "near_max_period", self.near_max_period, f">= near_min_period ({self.near_min_period})"
-            )
-        if self.pool_max_distinct < self.pool_min_distinct:
-            raise ConfigError(
-                "pool_max_distinct", self.pool_max_distinct, f">= pool_min_distinct ({self.pool_min_distinct})"
-            )
+        for key, rule in rule_errors(self.stream_params("text")):
+            raise ConfigError(key, getattr(self, key), rule)
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("TextConfig is immutable; use .replace(**changes)")
@@ -358,62 +266,14 @@ class TextConfig:
         return out
 
     def stream_params(self, channel: str) -> dict[str, Any]:
-        """Keyword arguments of ``loopcore.ChannelStream`` for ``channel``."""
-        on = self.enabled
-        return {
-            "mask_code": self.skip_code_blocks and channel == "text",
-            "fence_repeat_lines": self.fence_repeat_lines,
-            "check_every": self.check_every,
-            "e_on": "exact_tail" in on,
-            "min_chars": self.min_chars,
-            "window": self.window,
-            "history": self.history,
-            "repeats": self.repeats,
-            "l_on": "lowdiv_tail" in on,
-            "lowdiv_window": self.lowdiv_window,
-            "ngram": self.ngram,
-            "lowdiv_max_unique": self.lowdiv_max_unique,
-            "lowdiv_min_repeat": self.lowdiv_min_repeat,
-            "lowdiv_max_data_share": self.lowdiv_max_data_share,
-            "lowdiv_art_max_alnum": self.lowdiv_art_max_alnum,
-            "s_on": "lowdiv_sliding" in on,
-            "slide_window": self.slide_window,
-            "slide_step": self.slide_step,
-            "slide_max_unique": self.slide_max_unique,
-            "slide_min_repeat": self.slide_min_repeat,
-            "c_on": "cycle" in on,
-            "cycle_min_period": self.cycle_min_period,
-            "cycle_max_period": self.cycle_max_period,
-            "cycle_min_copies": self.cycle_min_copies,
-            "cycle_min_chars": self.cycle_min_chars,
-            "cycle_scan_chars": self.cycle_scan_chars,
-            "p_on": "pool" in on,
-            "pool_window": self.pool_window,
-            "pool_min_coverage": self.pool_min_coverage,
-            "pool_max_phrase_chars": self.pool_max_phrase_chars,
-            "pool_min_occurrences": self.pool_min_occurrences,
-            "pool_min_distinct": self.pool_min_distinct,
-            "pool_max_distinct": self.pool_max_distinct,
-            "pool_skip_key_value": self.pool_skip_key_value,
-            "n_on": "near_cycle" in on,
-            "near_ngram": self.near_ngram,
-            "near_min_period": self.near_min_period,
-            "near_max_period": self.near_max_period,
-            "near_min_window": self.near_min_window,
-            "near_tolerance": self.near_tolerance,
-            "near_min_lag_share": self.near_min_lag_share,
-            "near_min_coverage": self.near_min_coverage,
-            "near_max_record_share": self.near_max_record_share,
-            "near_recurrence_window": self.near_recurrence_window,
-            "near_min_recurrence": self.near_min_recurrence,
-            "t_on": "salad" in on,
-            "salad_window": self.salad_window,
-            "salad_max_unique": self.salad_max_unique,
-            "salad_max_alnum": self.salad_max_alnum,
-            "salad_max_space": self.salad_max_space,
-            "salad_max_words": self.salad_max_words,
-            "salad_min_words": self.salad_min_words,
-        }
+        """Keyword arguments of ``loopcore.ChannelStream`` for ``channel`` (``"reasoning"`` or
+        ``"text"``): every schema key by its one name, the enable flags from ``enabled``,
+        ``skip_code_blocks`` on the text channel only (SPEC §2.6)."""
+        params: dict[str, Any] = {}
+        for p in PARAMS:
+            params[p.name] = p.name in self.enabled if p.name in KIND_FLAGS else getattr(self, p.name)
+        params["skip_code_blocks"] = self.skip_code_blocks and channel == "text"
+        return params
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TextConfig) and self.to_dict() == other.to_dict()
@@ -432,3 +292,6 @@ class TextConfig:
         """Build from a mapping such as a parsed config file (``profile`` optional)."""
         values = dict(data)
         return cls(values.pop("profile", "default"), **values)
+
+
+TextConfig.__doc__ = (TextConfig.__doc__ or "").replace("{KEYS}", _keys_doc())
