@@ -376,10 +376,11 @@ def test_the_default_profile_tunes_ngram_and_the_seed_profiles_do_not() -> None:
     """SPEC §2.7: only ``default`` is tuned (config.PROFILE_OVERRIDES); the seed profiles keep the SPEC numbers."""
     from loopguard.config import PROFILE_OVERRIDES
 
-    assert PROFILE_OVERRIDES == {"default": {"ngram": 40, "pool_skip_key_value": True, "pool_min_occurrences": 2,
-                                             "pool_max_distinct": 16, "pool_max_phrase_chars": 64,
-                                             "lowdiv_max_data_share": 0.8, "cycle_min_period": 2,
-                                             "fence_repeat_lines": 8}}
+    tuning = {"ngram": 40, "pool_skip_key_value": True, "pool_min_occurrences": 2, "pool_max_distinct": 16,
+              "pool_max_phrase_chars": 64, "lowdiv_max_data_share": 0.8, "cycle_min_period": 2,
+              "fence_repeat_lines": 8}
+    # "tokens" is default's tuning counted in tokens (token ids; test_tokens.py)
+    assert PROFILE_OVERRIDES == {"default": tuning, "tokens": tuning}
     assert [TextConfig(p).lowdiv_art_max_alnum for p in ("default", "fuse", "rescue")] == [0.0, 0.0, 0.0]
     assert [TextConfig(p).cycle_min_period for p in ("default", "fuse", "rescue")] == [2, 16, 16]
     assert [TextConfig(p).lowdiv_max_data_share for p in ("default", "fuse", "rescue")] == [0.8, 1.0, 1.0]

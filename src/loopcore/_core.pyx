@@ -23,14 +23,14 @@ chunking (the test-suite proves it on fixtures and hypothesis streams).
 
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t, uint8_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t, uint8_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove, memset
 cimport cython
 
 ctypedef uint32_t cp_t  # one Unicode code point
 
-from . import _params, _reference
+from . import _params, _reference, _tokens
 
 cdef extern from "<assert.h>" nogil:
     # compiled out in release builds (NDEBUG); LOOPCORE_DEBUG=1 builds check every buffer access
@@ -421,6 +421,7 @@ cdef class ChannelStream:
     cdef Event events[MAX_EVENTS]
     cdef int nev
     cdef bint finished_, failed, busy
+    cdef int mode  # 0: nothing fed yet, 1: text, 2: token ids
     cdef Py_ssize_t mem
 
     def __cinit__(self, **params):
@@ -725,9 +726,13 @@ cdef class ChannelStream:
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
+        size = PyUnicode_GET_LENGTH(delta)
+        if size and self.mode == 2:
+            raise RuntimeError("this stream holds token ids: feed it with feed_tokens() only")
         self._enter()
         try:
-            size = PyUnicode_GET_LENGTH(delta)
+            if size:
+                self.mode = 1
             kind = PyUnicode_KIND(delta)
             data = PyUnicode_DATA(delta)
             out = []
@@ -741,6 +746,73 @@ cdef class ChannelStream:
             return out
         finally:
             self.busy = False
+
+    def feed_tokens(self, ids):
+        """Append token ids and return the detections reported meanwhile.
+
+        ``ids``: a 1-D buffer of integers (``array.array``, a numpy integer array,
+        ``bytes``) read in place, or a list/tuple of ints; each id (0 to 1,114,111) is
+        one symbol and positions count tokens (``loopcore._tokens``).  The GIL is
+        released while the ids are processed.
+
+        Raises
+        ------
+        TypeError
+            for something that is not integers (``str``, floats, objects).
+        ValueError
+            for a buffer that is not 1-D, or an id out of range (nothing is consumed).
+        RuntimeError
+            after :meth:`finish`, or on a stream that was fed text.
+        """
+        cdef const unsigned char[::1] raw
+        cdef const unsigned char* p
+        cdef Py_ssize_t n, i = 0, bad = -1
+        cdef int size
+        cdef bint signed
+        cdef uint32_t* symbols
+        cdef int64_t v = 0
+        view = _tokens.token_view(ids)
+        if self.finished_:
+            raise RuntimeError("this stream is finished; start a new one")
+        n = len(view)
+        if n == 0:
+            return []
+        size = view.itemsize
+        signed = view.format in ("b", "h", "i", "l", "q", "n")
+        raw = view.cast("B")
+        p = &raw[0]
+        symbols = <uint32_t*>malloc(n * sizeof(uint32_t))
+        if symbols == NULL:
+            raise MemoryError("loopcore: cannot allocate the token buffer")
+        try:
+            with nogil:
+                for i in range(n):
+                    v = _token_at(p, i, size, signed)
+                    if v < 0 or v > 0x10FFFF:
+                        bad = i
+                        break
+                    symbols[i] = <uint32_t>((v + _tokens_shift) % 0x110000)
+            if bad >= 0:
+                raise _tokens.bad_token(bad, view[bad])
+            if self.mode == 1:
+                raise RuntimeError("this stream holds text: feed it with feed() only")
+            self._enter()
+            try:
+                self.mode = 2
+                out = []
+                i = 0
+                while i < n:
+                    with nogil:
+                        i = self._consume(symbols, 4, i, n)
+                    if self.failed:
+                        raise MemoryError("loopcore: out of memory in the stream buffers")
+                    if self.nev:
+                        self._drain(out)
+                return out
+            finally:
+                self.busy = False
+        finally:
+            free(symbols)
 
     def finish(self):
         """End of stream: release held characters and run the last checkpoint."""
@@ -2743,6 +2815,21 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
     st.n_best = best
     st.n_mode = mode
     st.n_recurring += recurring
+
+
+cdef int64_t _tokens_shift = _tokens.TOKEN_SHIFT
+
+
+cdef inline int64_t _token_at(const unsigned char* p, Py_ssize_t i, int size, bint signed) noexcept nogil:
+    """Item ``i`` of a native integer buffer of ``size``-byte items (a uint64 above 2^63 reads
+    as negative: out of range either way)."""
+    if size == 1:
+        return (<const int8_t*>p)[i] if signed else (<const uint8_t*>p)[i]
+    if size == 2:
+        return (<const int16_t*>p)[i] if signed else (<const uint16_t*>p)[i]
+    if size == 4:
+        return (<const int32_t*>p)[i] if signed else (<const uint32_t*>p)[i]
+    return (<const int64_t*>p)[i]
 
 
 cdef object _ucs4_str(const cp_t* text, Py_ssize_t length):

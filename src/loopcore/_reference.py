@@ -29,7 +29,7 @@ import sys
 import threading
 from typing import Any
 
-from . import _params
+from . import _params, _tokens
 
 __all__ = [
     "ChannelStream",
@@ -623,6 +623,7 @@ class ChannelStream:
         self._orig: list[int] = []  # original offset of each character of t
         self._length = 0  # original characters consumed
         self._finished = False
+        self._mode = ""  # "text" or "tokens" once anything was fed
         self._busy = threading.Lock()  # one feeder at a time, as in the compiled core
         # fence masking state (a plain character state machine)
         self._line_start = True  # only spaces/tabs seen on this line so far
@@ -680,6 +681,26 @@ class ChannelStream:
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
         if self._finished:
             raise RuntimeError("this stream is finished; start a new one")
+        if delta and self._mode == "tokens":
+            raise RuntimeError("this stream holds token ids: feed it with feed_tokens() only")
+        if delta:
+            self._mode = "text"
+        return self._feed(delta)
+
+    def feed_tokens(self, ids: Any) -> list[tuple[str, int, int, int, dict[str, Any]]]:
+        """Append token ids (one symbol each; positions count tokens) and return the
+        detections reported meanwhile (see ``loopcore._tokens``)."""
+        view = _tokens.token_view(ids)
+        if self._finished:
+            raise RuntimeError("this stream is finished; start a new one")
+        symbols = _tokens.token_symbols(view)
+        if symbols and self._mode == "text":
+            raise RuntimeError("this stream holds text: feed it with feed() only")
+        if symbols:
+            self._mode = "tokens"
+        return self._feed(symbols)
+
+    def _feed(self, delta: str) -> list[tuple[str, int, int, int, dict[str, Any]]]:
         if not self._busy.acquire(blocking=False):
             raise RuntimeError("ChannelStream is being fed by another thread; use one stream per thread")
         try:

@@ -42,7 +42,7 @@ from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix
 from .results import normalize_result, result_digest
 from .session import Session, SessionConfig, Verdict
 from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
-from .text import CHANNELS, Detection, TextLoopDetector, scan_text
+from .text import CHANNELS, Detection, TextLoopDetector, scan_text, scan_tokens
 
 # a library logs; the application decides where to (no "last resort" output to stderr)
 _logging.getLogger("loopguard").addHandler(_logging.NullHandler())
@@ -89,6 +89,7 @@ __all__ = [
     "resolve_max_repeats",
     "result_digest",
     "scan_text",
+    "scan_tokens",
     "session_key",
     "wrap_execute",
     "wrap_tool",

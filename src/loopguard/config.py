@@ -40,6 +40,7 @@ PROFILES: dict[str, frozenset[str]] = {
     "fuse": _FUSE,
     "rescue": _RESCUE,
     "default": _RESCUE | _NEAR | _SALAD,
+    "tokens": frozenset({"cycle"}) | _NEAR,
 }
 
 #: Where a profile departs from the SPEC numbers, and why (SPEC §2.7: only ``default`` is tuned).
@@ -84,6 +85,9 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "fence_repeat_lines": 8,
     }
 }
+#: ``tokens`` counts ``default``'s lengths in tokens (each token holds at least one character,
+#: so every window holds at least as much text as in text mode: never more eager than it).
+PROFILE_OVERRIDES["tokens"] = dict(PROFILE_OVERRIDES["default"])
 
 #: The config's keys: every core parameter but the enable flags (``enabled`` holds those),
 #: then the policy's own.  Names, types, SPEC defaults, bounds and docs: loopcore's one schema.

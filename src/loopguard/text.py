@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import loopcore
+from loopcore._tokens import cast_items, integer_code, token_view
 
 from .config import TextConfig
 
-__all__ = ["CHANNELS", "STRENGTHS", "Detection", "TextLoopDetector", "scan_text"]
+__all__ = ["CHANNELS", "STRENGTHS", "Detection", "TextLoopDetector", "scan_text", "scan_tokens"]
 
 #: The two channels of an attempt (SPEC §0).
 CHANNELS = ("reasoning", "text")
@@ -17,6 +18,8 @@ CHANNELS = ("reasoning", "text")
 #: ``"weak"`` is a notice until a strong detection of the same loop confirms it.
 STRENGTHS = ("strong", "weak")
 _FUSE_KINDS = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
+#: Detectors that read sentences, words and character classes: not for token ids.
+_TEXT_SHAPED = frozenset({"pool", "salad"})
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,51 @@ class TextLoopDetector:
             stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
         return self._wrap(channel, stream.feed(delta))
 
+    def feed_tokens(self, ids: Any, channel: str = "text") -> list[Detection]:
+        """Append token ids to ``channel`` and return the detections they revealed.
+
+        Each id is one symbol; positions, starts and cuts count tokens (keep
+        ``ids[:cut]``).  A channel holds either text or token ids.  Use a config
+        made for tokens (``TextConfig("tokens")``: the symbol detectors, lengths in
+        tokens); the text-shaped rules (fenced code, sentences, records, salads)
+        see nothing in token ids (``loopcore._tokens``).
+
+        Parameters
+        ----------
+        ids : buffer or sequence of int
+            A 1-D ``array.array``, numpy integer array or other buffer of native
+            integers (read in place), or a list/tuple of ints; ids from 0 to 1,114,111.
+
+        Raises
+        ------
+        TypeError
+            when ``ids`` is not integers (nothing is consumed).
+        ValueError
+            for a channel other than ``"reasoning"`` / ``"text"``, a buffer that is
+            not 1-D, or an id out of range (nothing is consumed).
+        RuntimeError
+            after :meth:`finish`, or on a channel that was fed text.
+        ValueError
+            also when the config enables ``pool`` or ``salad`` (text-shaped rules).
+        """
+        _check_channel(channel)
+        if self._finished:
+            raise RuntimeError("TextLoopDetector.feed_tokens() after finish(): start a new detector per attempt")
+        shaped = sorted(_TEXT_SHAPED & self.config.enabled)
+        if shaped:
+            raise ValueError(
+                f"this config enables {', '.join(shaped)}, which read sentences and character classes that "
+                "token ids do not have: use TextConfig('tokens') (or enabled= without them)"
+            )
+        stream = self._streams.get(channel)
+        if stream is None:
+            if not self.watches(channel):
+                token_view(ids)  # still refuse what is not token ids
+                return []
+            stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
+        raw = stream.feed_tokens(ids)
+        return self._wrap(channel, raw) if raw else []
+
     def finish(self) -> list[Detection]:
         """End of the attempt: run the last checkpoint of every channel.
 
@@ -314,3 +362,76 @@ def scan_text(text: str, channel: str = "text", config: TextConfig | str | None 
     if not detector.watches(_check_channel(channel)):
         return []
     return detector.feed(text, channel) + detector.finish()
+
+
+def scan_tokens(ids: Any, config: TextConfig | str | None = "tokens", *,
+                channel: str = "text") -> list[Detection] | list[list[Detection]]:
+    """Detect loops in complete sequences of token ids, as if they had been streamed.
+
+    Parameters
+    ----------
+    ids : buffer or sequence of int
+        One sequence (a 1-D integer buffer -- ``array.array``, a numpy array -- or
+        a list of ints), or a batch: a 2-D integer buffer (one row per sequence,
+        e.g. a numpy ``int32``/``int64`` array) or a list of sequences.
+    config : TextConfig | str | None
+        Config or profile name; default ``"tokens"`` (lengths in tokens).
+    channel : str
+        The channel the detections name (``"text"`` or ``"reasoning"``).
+
+    Returns
+    -------
+    list[Detection] | list[list[Detection]]
+        For one sequence, its detections in order of position (tokens); for a
+        batch, one such list per row.
+
+    Raises
+    ------
+    TypeError, ValueError
+        as :meth:`TextLoopDetector.feed_tokens` (a row's error names the row).
+
+    Examples
+    --------
+    >>> found = scan_tokens([7, 8, 9, 10] * 200)  # 800 tokens: a loop of period 4
+    >>> [(d.kind, d.start, d.cut, d.evidence["period"]) for d in found][:1]
+    [('cycle', 0, 4, 4)]
+    """
+    _check_channel(channel)
+    if not isinstance(config, TextConfig):
+        config = TextConfig() if config is None else TextConfig(config)
+    rows = _rows(ids)
+    if rows is None:
+        return _scan_one(ids, config, channel)
+    out: list[list[Detection]] = []
+    for index, row in enumerate(rows):
+        try:
+            out.append(_scan_one(row, config, channel))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"row {index}: {exc}") from None
+    return out
+
+
+def _rows(ids: Any) -> list[Any] | None:
+    """The rows of a batch (a 2-D buffer or a list of sequences), ``None`` for one sequence."""
+    if isinstance(ids, (list, tuple)):
+        if ids and all(not isinstance(x, int) for x in ids):
+            return list(ids)
+        return None
+    try:
+        view = memoryview(ids)
+    except TypeError:
+        return None
+    if view.ndim != 2:
+        return None
+    code, _ = integer_code(view)
+    shape = view.shape or (0, 0)
+    rows, width = shape[0], shape[1] * view.itemsize
+    flat = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
+    return [cast_items(flat[r * width:(r + 1) * width], code) for r in range(rows)]
+
+
+def _scan_one(ids: Any, config: TextConfig, channel: str) -> list[Detection]:
+    detector = TextLoopDetector(config)
+    if not detector.watches(channel):
+        return []
+    return detector.feed_tokens(ids, channel) + detector.finish()
