@@ -412,3 +412,26 @@ def test_ngram_40_spares_json_lines_that_ngram_24_flags() -> None:
     assert [d.kind for d in scan_text(rows, channel="reasoning", config=TextConfig("default", enabled=low, ngram=24))]
     assert scan_text(rows, channel="reasoning", config=TextConfig("default", enabled=low)) == []
     assert scan_text(rows, channel="reasoning", config=TextConfig("default")) == []  # N: records
+
+
+def test_the_compiled_feed_path_and_the_python_one_agree() -> None:
+    """TextLoopDetector.feed is the core's compiled FeedBase.feed when it is built; the Python
+    twin (_FeedPath, used without the core) gives the same detections and the same errors."""
+    from loopguard.text import _FeedPath
+
+    class PythonPath(_FeedPath, TextLoopDetector):
+        pass
+
+    if "cython" in loopcore.implementations():
+        assert TextLoopDetector.feed is not _FeedPath.feed
+    text = noise_cjk(300, 2) + LOOP * 30
+    runs = []
+    for cls in (TextLoopDetector, PythonPath):
+        det = cls()
+        found = [d for i in range(0, len(text), 7) for d in det.feed(text[i:i + 7], "reasoning")]
+        runs.append(found + det.finish())
+        for bad, error in (((5, "text"), TypeError), (("x", "answer"), ValueError), (("x", ["a"]), ValueError),
+                           (("x", "text"), RuntimeError)):
+            with pytest.raises(error):
+                det.feed(*bad)
+    assert runs[0] == runs[1] and [d.kind for d in runs[0]][:1] == ["cycle"]

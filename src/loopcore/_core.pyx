@@ -112,6 +112,7 @@ assert (NEAR_GAP, NEAR_WINNOW, NEAR_MIN_TOL, NEAR_SHORT_TOL, NEAR_CANDIDATES, NE
         NEAR_MULTIPLES) == (
     _reference.NEAR_GAP, _reference.NEAR_WINNOW, _reference.NEAR_MIN_TOL, _reference.NEAR_SHORT_TOL,
     _reference.NEAR_CANDIDATES, _reference.NEAR_VOTES, _reference.NEAR_SEED_COST, _reference.NEAR_MULTIPLES)
+cdef Py_ssize_t GIL_KEPT_BELOW = 64  # deltas up to this many code points run with the GIL held
 cdef uint64_t HB = 0x9E3779B97F4A7C15ULL  # odd multiplier of the rolling hashes
 cdef uint64_t NGB = 0x0A2F6B3D91C4E5F7ULL  # base of the n-gram hashes (mod 2^61 - 1, < the modulus)
 
@@ -719,11 +720,14 @@ cdef class ChannelStream:
         positions in code points of the original channel text.  The GIL is
         released while the characters are processed.
         """
+        if not isinstance(delta, str):
+            raise TypeError(f"delta must be str, not {type(delta).__name__}")
+        return self._feed_str(delta)
+
+    cdef list _feed_str(self, str delta):
         cdef Py_ssize_t size, i = 0
         cdef int kind
         cdef const void* data
-        if not isinstance(delta, str):
-            raise TypeError(f"delta must be str, not {type(delta).__name__}")
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
         size = PyUnicode_GET_LENGTH(delta)
@@ -737,8 +741,11 @@ cdef class ChannelStream:
             data = PyUnicode_DATA(delta)
             out = []
             while i < size:
-                with nogil:
+                if size - i <= GIL_KEPT_BELOW:  # a short delta: releasing the GIL costs more than the work
                     i = self._consume(data, kind, i, size)
+                else:
+                    with nogil:
+                        i = self._consume(data, kind, i, size)
                 if self.failed:
                     raise MemoryError("loopcore: out of memory in the stream buffers")
                 if self.nev:
@@ -802,8 +809,11 @@ cdef class ChannelStream:
                 out = []
                 i = 0
                 while i < n:
-                    with nogil:
+                    if n - i <= GIL_KEPT_BELOW:
                         i = self._consume(symbols, 4, i, n)
+                    else:
+                        with nogil:
+                            i = self._consume(symbols, 4, i, n)
                     if self.failed:
                         raise MemoryError("loopcore: out of memory in the stream buffers")
                     if self.nev:
@@ -2815,6 +2825,50 @@ cdef inline void near_chunk(const cu_t* buf, Py_ssize_t idx, Py_ssize_t count, i
     st.n_best = best
     st.n_mode = mode
     st.n_recurring += recurring
+
+
+cdef class FeedBase:
+    """Base class of a policy object whose ``feed(delta, channel="text")`` hot path is compiled.
+
+    The subclass keeps its open streams by channel in :attr:`_streams` and defines
+    ``_wrap(channel, raw)`` (raw detections to its own records) and ``_feed(delta,
+    channel)`` (everything else: validation, a channel's first delta; it raises on bad
+    input).  ``feed`` sends a ``str`` delta for a channel with an open compiled stream
+    straight to :meth:`ChannelStream.feed`, and the raw detections, when there are any,
+    to ``_wrap``; anything else to ``_feed``.  It knows nothing of what they do
+    (``loopguard.TextLoopDetector``).
+    """
+
+    cdef public dict _streams
+
+    def __cinit__(self, *args, **kwargs):
+        self._streams = {}
+
+    def feed(self, delta, channel="text"):
+        """Append ``delta`` (a ``str``) to ``channel`` (``"reasoning"`` or ``"text"``) and return
+        the detections it revealed (a list, in order; positions in code points).
+
+        Raises
+        ------
+        TypeError
+            when ``delta`` is not a ``str`` (nothing is consumed).
+        ValueError
+            for a channel other than ``"reasoning"`` / ``"text"``.
+        RuntimeError
+            after ``finish()``.
+        """
+        cdef object stream
+        if type(delta) is str:
+            try:
+                stream = self._streams.get(channel)
+            except TypeError:  # an unhashable channel
+                stream = None
+            if stream is not None and type(stream) is ChannelStream:
+                raw = (<ChannelStream>stream)._feed_str(delta)
+                if not raw:
+                    return raw
+                return self._wrap(channel, raw)
+        return self._feed(delta, channel)
 
 
 cdef int64_t _tokens_shift = _tokens.TOKEN_SHIFT
