@@ -272,6 +272,8 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     seed = core.ChannelStream(**TextConfig("default", enabled=["C", "P"], pool_max_phrase_chars=48).stream_params("text"))
     rescue = core.ChannelStream(**TextConfig("default", enabled=["C", "P"]).stream_params("text"))
     stream = core.ChannelStream(**TextConfig().stream_params("text"))
+    for opened in (seed, rescue, stream):
+        opened.feed(" ")  # the buffers are allocated with the first code point
     assert seed.memory_bytes <= 64 * 1024  # Latin-1 text, before any scratch is needed
     assert rescue.memory_bytes - seed.memory_bytes == (4 * 30 + 1) * 16 * 4
     n_tables = 8192 * 2 + 4096 * 4 + 16384 * 2 + 512 * (2 + 4) + 256 * 4
@@ -279,6 +281,19 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     prose = letters(20_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüéèàçñ .,;:!?", 9)
     stream.feed(prose)  # Latin-1 prose: no cycle candidate, N and T need no scratch
     assert stream.memory_bytes <= 140 * 1024
+
+
+def test_an_idle_channel_costs_only_its_object() -> None:
+    if "cython" not in loopcore.implementations():
+        pytest.skip("the compiled core is not built")
+    core = loopcore.implementation("cython")
+    stream = core.ChannelStream(**TextConfig().stream_params("text"))
+    idle = type(stream).__basicsize__
+    assert stream.memory_bytes == idle and idle < 9 * 1024  # fixed arrays of the object: 8.3 KiB
+    assert stream.feed("") == [] and stream.feed_tokens([]) == [] and stream.memory_bytes == idle
+    stream.feed("a")
+    assert stream.memory_bytes > 100 * 1024  # the default profile's buffers, once text arrives
+    assert core.ChannelStream(**TextConfig().stream_params("text")).finish() == []  # never fed: fine
 
 
 def test_concurrent_feeding_of_one_stream_is_refused_not_a_crash() -> None:

@@ -422,6 +422,7 @@ cdef class ChannelStream:
     cdef Event events[MAX_EVENTS]
     cdef int nev
     cdef bint finished_, failed, busy
+    cdef bint allocated  # the buffers exist (from the first code point or token on)
     cdef int mode  # 0: nothing fed yet, 1: text, 2: token ids
     cdef Py_ssize_t mem
 
@@ -511,7 +512,8 @@ cdef class ChannelStream:
         self.salad_max_space = params["salad_max_space"]
         self.salad_max_words = params["salad_max_words"]
         self.salad_min_words = params["salad_min_words"]
-        self._allocate()
+        # the buffers are allocated when the first code point or token arrives: an open
+        # channel that never receives anything costs only the object itself
 
     cdef void* _alloc(self, Py_ssize_t nbytes) except NULL:
         cdef void* p = PyMem_Malloc(nbytes if nbytes > 0 else 1)
@@ -524,6 +526,7 @@ cdef class ChannelStream:
     cdef int _allocate(self) except -1:
         cdef Py_ssize_t keep = 64, slack, size, grams, cap_u, span, reach
         cdef Py_ssize_t p_star, cand, best, need
+        self.allocated = True
         self.mem = 0
         if self.exact_tail:
             keep = max(keep, self.window + self.history + 1)
@@ -706,10 +709,13 @@ cdef class ChannelStream:
     def memory_bytes(self):
         """Bytes allocated for this stream.
 
-        Fixed at construction, plus scratch allocated once on first need (the
+        Only the object itself until the first code point or token arrives; then
+        the buffers the config needs, fixed from there on, plus scratch allocated once on first need (the
         n-gram table of L/S when a low-diversity window appears, the Z array of
         C when a cycle candidate appears) and the offset map of masked code.
         """
+        if not self.allocated:
+            return type(self).__basicsize__
         return (type(self).__basicsize__ + self.mem + self.lazy_bytes
                 + 2 * (self.bp_cap - 16) * sizeof(int64_t))
 
@@ -737,6 +743,8 @@ cdef class ChannelStream:
         try:
             if size:
                 self.mode = 1
+                if not self.allocated:
+                    self._allocate()
             kind = PyUnicode_KIND(delta)
             data = PyUnicode_DATA(delta)
             out = []
@@ -806,6 +814,8 @@ cdef class ChannelStream:
             self._enter()
             try:
                 self.mode = 2
+                if not self.allocated:
+                    self._allocate()
                 out = []
                 i = 0
                 while i < n:
