@@ -23,6 +23,7 @@ import json
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from loopguard import TextConfig, TextLoopDetector
@@ -35,30 +36,26 @@ PIECES = {
 }
 
 
-def vllm_stop(ids: list[int], min_p: int, max_p: int, min_count: int) -> int | None:
-    """The token count at which vLLM's rule stops the sequence (``None``: never)."""
+def vllm_hits(ids: list[int], min_p: int, max_p: int, min_count: int) -> Iterator[int]:
+    """The token counts at which vLLM's rule fires, checked after every token as its scheduler does."""
     for n in range(1, len(ids) + 1):
         for p in range(min_p, max_p + 1):
             if p * min_count > n:
                 break
             tail = ids[n - p:n]
             if all(ids[n - p * (k + 1):n - p * k] == tail for k in range(1, min_count)):
-                return n
-    return None
+                yield n
+                break
+
+
+def vllm_stop(ids: list[int], min_p: int, max_p: int, min_count: int) -> int | None:
+    """The token count at which vLLM's rule stops the sequence (``None``: never)."""
+    return next(vllm_hits(ids, min_p, max_p, min_count), None)
 
 
 def vllm_fires(ids: list[int], min_p: int, max_p: int, min_count: int) -> list[int]:
     """Every token count at which vLLM's rule would stop (its per-token work over a whole stream)."""
-    out = []
-    for n in range(1, len(ids) + 1):
-        for p in range(min_p, max_p + 1):
-            if p * min_count > n:
-                break
-            tail = ids[n - p:n]
-            if all(ids[n - p * (k + 1):n - p * k] == tail for k in range(1, min_count)):
-                out.append(n)
-                break
-    return out
+    return list(vllm_hits(ids, min_p, max_p, min_count))
 
 
 def loopguard_stop(ids: array.array, config: TextConfig, chunk: int = 16) -> int | None:

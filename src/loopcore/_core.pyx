@@ -731,9 +731,7 @@ cdef class ChannelStream:
         return self._feed_str(delta)
 
     cdef list _feed_str(self, str delta):
-        cdef Py_ssize_t size, i = 0
-        cdef int kind
-        cdef const void* data
+        cdef Py_ssize_t size
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
         size = PyUnicode_GET_LENGTH(delta)
@@ -745,22 +743,25 @@ cdef class ChannelStream:
                 self.mode = 1
                 if not self.allocated:
                     self._allocate()
-            kind = PyUnicode_KIND(delta)
-            data = PyUnicode_DATA(delta)
-            out = []
-            while i < size:
-                if size - i <= GIL_KEPT_BELOW:  # a short delta: releasing the GIL costs more than the work
-                    i = self._consume(data, kind, i, size)
-                else:
-                    with nogil:
-                        i = self._consume(data, kind, i, size)
-                if self.failed:
-                    raise MemoryError("loopcore: out of memory in the stream buffers")
-                if self.nev:
-                    self._drain(out)
-            return out
+            return self._run(PyUnicode_DATA(delta), PyUnicode_KIND(delta), size)
         finally:
             self.busy = False
+
+    cdef list _run(self, const void* data, int kind, Py_ssize_t size):
+        """Consume ``size`` code points of ``kind`` at ``data``; the detections reported meanwhile."""
+        cdef Py_ssize_t i = 0
+        out = []
+        while i < size:
+            if size - i <= GIL_KEPT_BELOW:  # a short delta: releasing the GIL costs more than the work
+                i = self._consume(data, kind, i, size)
+            else:
+                with nogil:
+                    i = self._consume(data, kind, i, size)
+            if self.failed:
+                raise MemoryError("loopcore: out of memory in the stream buffers")
+            if self.nev:
+                self._drain(out)
+        return out
 
     def feed_tokens(self, ids):
         """Append token ids and return the detections reported meanwhile.
@@ -816,19 +817,7 @@ cdef class ChannelStream:
                 self.mode = 2
                 if not self.allocated:
                     self._allocate()
-                out = []
-                i = 0
-                while i < n:
-                    if n - i <= GIL_KEPT_BELOW:
-                        i = self._consume(symbols, 4, i, n)
-                    else:
-                        with nogil:
-                            i = self._consume(symbols, 4, i, n)
-                    if self.failed:
-                        raise MemoryError("loopcore: out of memory in the stream buffers")
-                    if self.nev:
-                        self._drain(out)
-                return out
+                return self._run(symbols, 4, n)
             finally:
                 self.busy = False
         finally:
