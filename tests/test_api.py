@@ -450,3 +450,19 @@ def test_the_compiled_feed_path_and_the_python_one_agree() -> None:
             with pytest.raises(error):
                 det.feed(*bad)
     assert runs[0] == runs[1] and [d.kind for d in runs[0]][:1] == ["cycle"]
+
+
+def test_str_subclasses_are_text(impl: str) -> None:
+    """numpy.str_ (text out of pandas or numpy) and other str subclasses feed like str."""
+    import numpy as np
+
+    class Text(str):
+        pass
+
+    text = noise_cjk(300, 4) + LOOP * 30
+    plain = TextLoopDetector(implementation=impl)
+    expected = plain.feed(text, "reasoning") + plain.finish()
+    for wrap in (Text, np.str_):
+        det = TextLoopDetector(implementation=impl)
+        assert det.feed(wrap(text), "reasoning") + det.finish() == expected
+    assert scan_text(np.str_(text), "reasoning") == scan_text(text, "reasoning") != []

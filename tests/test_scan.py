@@ -78,3 +78,19 @@ def test_word_lines_is_the_str_methods(text: str, max_lines: int) -> None:
     )
     for module in SCANS.values():
         assert module.word_lines(text, max_lines) == expected
+
+
+def test_odd_arguments(scan) -> None:  # type: ignore[no-untyped-def]
+    class Text(str):
+        pass
+
+    finder = scan.TokenFinder(["x"])
+    for bad in (None, b"x", 5):
+        with pytest.raises(TypeError, match="text must be str"):
+            finder.find(bad)
+        with pytest.raises(TypeError, match="text must be str"):
+            scan.word_lines(bad, 3)
+    with pytest.raises(TypeError, match="max_lines must be an int"):
+        scan.word_lines("a", 1.5)
+    assert finder.find(Text("a x b")) == [(2, 3)] and scan.word_lines(Text("a\nb"), 5) == frozenset({"a", "b"})
+    assert scan.word_lines("a\nb", 2**70) == frozenset({"a", "b"}) and scan.word_lines("a", -(2**70)) == frozenset()

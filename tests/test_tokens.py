@@ -179,3 +179,46 @@ def test_the_tokens_profile_is_defaults_numbers_over_the_symbol_detectors() -> N
     tokens, default = TextConfig("tokens"), TextConfig()
     assert tokens.enabled == {"cycle", "near_cycle"}
     assert tokens.to_dict() | {"profile": "", "enabled": []} == default.to_dict() | {"profile": "", "enabled": []}
+
+
+# --------------------------------------------------------------- found by a fresh user
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_negative_ids_of_every_signed_width_are_refused(dtype: type) -> None:
+    for impl in loopcore.implementations():
+        det = TextLoopDetector("tokens", implementation=impl)
+        with pytest.raises(ValueError, match="token id -1 at index 2 is out of range"):
+            det.feed_tokens(np.array([1, 2, -1], dtype=dtype))
+        assert det.length() == 0
+    with pytest.raises(ValueError, match="row 0: token id -1 at index 2"):
+        scan_tokens(np.array([[1, 2, -1]], dtype=np.int16))
+
+
+def test_ids_that_wrap_onto_ordinary_code_points_cannot_open_fenced_code() -> None:
+    wrap = 0x110000 - TOKEN_SHIFT  # the first id mapped below plane 4: onto U+0000
+    fence = [wrap + 96] * 3 + [wrap + 10]  # "```\n" if ids were text
+    plain = [500] * 3 + [501]  # the same shape of symbols, nowhere near a character class
+    assert scan_tokens(fence + LOOP) == scan_tokens(plain + LOOP)
+    assert [(d.kind, d.start, d.cut) for d in scan_tokens(fence + LOOP)][:2] == [("near_cycle", 54, 58),
+                                                                                ("cycle", 54, 58)]
+
+
+def test_a_list_of_numpy_scalars_is_one_sequence_and_empty_batches_are_empty() -> None:
+    assert scan_tokens(list(np.array(LOOP, dtype=np.int64))) == scan_tokens(LOOP)
+    assert scan_tokens(np.zeros((2, 0), dtype=np.int32)) == [[], []]
+    assert scan_tokens(np.zeros((0, 5), dtype=np.int32)) == []
+    with pytest.raises(TypeError, match="integers from 0 to 1114111"):
+        scan_tokens([1.5, 2.0])
+
+
+def test_out_of_range_ids_are_refused_everywhere() -> None:
+    unwatched = TextLoopDetector(TextConfig("tokens", watch="reasoning"))
+    with pytest.raises(ValueError, match="token id -5 at index 0"):
+        unwatched.feed_tokens([-5, 2**40])
+    with pytest.raises(ValueError, match=f"token id {2**63} at index 1"):
+        scan_tokens([1, 2**63])
+
+
+def test_scan_tokens_config_none_is_the_tokens_profile() -> None:
+    assert scan_tokens(LOOP, config=None) == scan_tokens(LOOP)
+    with pytest.raises(TypeError, match="config must be a TextConfig"):
+        scan_tokens(LOOP, config=5)  # type: ignore[arg-type]

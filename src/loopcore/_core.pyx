@@ -730,7 +730,7 @@ cdef class ChannelStream:
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
         return self._feed_str(delta)
 
-    cdef list _feed_str(self, str delta):
+    cdef list _feed_str(self, object delta):  # a str (or a subclass: numpy.str_)
         cdef Py_ssize_t size
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
@@ -815,6 +815,7 @@ cdef class ChannelStream:
             self._enter()
             try:
                 self.mode = 2
+                self.skip_code_blocks = False  # ids are symbols: there is no fenced code to mask
                 if not self.allocated:
                     self._allocate()
                 return self._run(symbols, 4, n)
@@ -2874,14 +2875,20 @@ cdef int64_t _tokens_shift = _tokens.TOKEN_SHIFT
 
 
 cdef inline int64_t _token_at(const unsigned char* p, Py_ssize_t i, int size, bint signed) noexcept nogil:
-    """Item ``i`` of a native integer buffer of ``size``-byte items (a uint64 above 2^63 reads
-    as negative: out of range either way)."""
+    """Item ``i`` of a native integer buffer of ``size``-byte items, sign-extended when
+    ``signed`` (a uint64 above 2^63 reads as negative: out of range either way)."""
     if size == 1:
-        return (<const int8_t*>p)[i] if signed else (<const uint8_t*>p)[i]
+        if signed:
+            return <int64_t>(<const int8_t*>p)[i]
+        return <int64_t>(<const uint8_t*>p)[i]
     if size == 2:
-        return (<const int16_t*>p)[i] if signed else (<const uint16_t*>p)[i]
+        if signed:
+            return <int64_t>(<const int16_t*>p)[i]
+        return <int64_t>(<const uint16_t*>p)[i]
     if size == 4:
-        return (<const int32_t*>p)[i] if signed else (<const uint32_t*>p)[i]
+        if signed:
+            return <int64_t>(<const int32_t*>p)[i]
+        return <int64_t>(<const uint32_t*>p)[i]
     return (<const int64_t*>p)[i]
 
 

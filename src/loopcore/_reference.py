@@ -698,6 +698,7 @@ class ChannelStream:
             raise RuntimeError("this stream holds text: feed it with feed() only")
         if symbols:
             self._mode = "tokens"
+            self.skip_code_blocks = False  # ids are symbols: there is no fenced code to mask
         return self._feed(symbols)
 
     def _feed(self, delta: str) -> list[tuple[str, int, int, int, dict[str, Any]]]:

@@ -173,17 +173,19 @@ cdef class TokenFinder:
                 if out.failed:
                     return
 
-    def find(self, str text, bint prefix=False):
+    def find(self, object text, bint prefix=False):
         """The ``(start, end)`` spans of the tokens of ``text`` that are one of the words.
 
         ``prefix=True`` compares the leading run of ASCII letters of each token
         instead (``in`` in ``in5s``); the span is that run.  Spans are in text
         order, never overlapping.
         """
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i
-        cdef int kind = PyUnicode_KIND(text)
-        cdef const void *data = PyUnicode_DATA(text)
+        cdef Py_ssize_t n, i
+        cdef int kind
+        cdef const void *data
         cdef Spans out
+        _check_text(text)
+        n, kind, data = PyUnicode_GET_LENGTH(text), PyUnicode_KIND(text), PyUnicode_DATA(text)
         if self.max_len == 0 or n == 0:
             return []
         _open(&out, 16)
@@ -248,7 +250,13 @@ cdef void _lines(const unit_t *s, Py_ssize_t n, Py_ssize_t max_lines, Spans *out
             return
 
 
-def word_lines(str text, Py_ssize_t max_lines):
+cdef int _check_text(object text) except -1:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    return 0
+
+
+def word_lines(object text, object max_lines):
     """The distinct lines among the first ``max_lines`` lines of ``text`` (as
     ``str.splitlines``), each stripped (``str.strip``), that hold a letter or
     digit (``str.isalnum`` of one code point), as a frozenset.
@@ -256,21 +264,26 @@ def word_lines(str text, Py_ssize_t max_lines):
     The same as ``frozenset(l for l in map(str.strip, text.splitlines()[:max_lines])
     if any(c.isalnum() for c in l))``, in one pass without the GIL.
     """
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i
-    cdef int kind = PyUnicode_KIND(text)
-    cdef const void *data = PyUnicode_DATA(text)
+    cdef Py_ssize_t n, i, most
+    cdef int kind
+    cdef const void *data
     cdef Spans out
+    _check_text(text)
+    if isinstance(max_lines, bool) or not isinstance(max_lines, int):
+        raise TypeError(f"max_lines must be an int, not {type(max_lines).__name__}")
+    n, kind, data = PyUnicode_GET_LENGTH(text), PyUnicode_KIND(text), PyUnicode_DATA(text)
     if max_lines <= 0 or n == 0:
         return frozenset()
+    most = min(max_lines, n)  # a text of n code points has at most n lines
     _open(&out, 64)
     try:
         with nogil:
             if kind == 1:
-                _lines(<const Py_UCS1 *> data, n, max_lines, &out)
+                _lines(<const Py_UCS1 *> data, n, most, &out)
             elif kind == 2:
-                _lines(<const Py_UCS2 *> data, n, max_lines, &out)
+                _lines(<const Py_UCS2 *> data, n, most, &out)
             else:
-                _lines(<const Py_UCS4 *> data, n, max_lines, &out)
+                _lines(<const Py_UCS4 *> data, n, most, &out)
         if out.failed:
             raise MemoryError()
         return frozenset([PyUnicode_Substring(text, out.at[2 * i], out.at[2 * i + 1]) for i in range(out.count)])

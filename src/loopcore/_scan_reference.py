@@ -26,6 +26,7 @@ class TokenFinder:
     def find(self, text: str, prefix: bool = False) -> list[tuple[int, int]]:
         """The ``(start, end)`` spans of the tokens (or, ``prefix=True``, of their
         leading runs of ASCII letters) of ``text`` that are one of the words."""
+        _check_text(text)
         found: list[tuple[int, int]] = []
         for m in _TOKEN.finditer(text):
             start, end = m.span()
@@ -38,9 +39,17 @@ class TokenFinder:
         return found
 
 
+def _check_text(text: object) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+
+
 def word_lines(text: str, max_lines: int) -> frozenset[str]:
     """The distinct stripped lines among the first ``max_lines`` lines of ``text``
     that hold a letter or digit."""
+    _check_text(text)
+    if isinstance(max_lines, bool) or not isinstance(max_lines, int):
+        raise TypeError(f"max_lines must be an int, not {type(max_lines).__name__}")
     if max_lines <= 0:
         return frozenset()
     return frozenset(line for line in map(str.strip, text.splitlines()[:max_lines])

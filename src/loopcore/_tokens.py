@@ -6,7 +6,10 @@ becomes the code point ``(t + TOKEN_SHIFT) % 0x110000``, so ids below 851,968 (e
 vocabulary in use) land in planes 4–16, where no code point is a letter, a digit, a blank,
 a line break, a fence or a sentence mark: the text-shaped rules (fenced code, sentences,
 records, word salads, blank shares) see nothing there, and the symbol rules (verbatim and
-near-verbatim cycles, exact tails, distinct counts) see exactly the ids.
+near-verbatim cycles, exact tails, distinct counts) see exactly the ids.  Higher ids wrap onto
+ordinary code points: the symbol rules are the same for them, and a channel fed token ids is
+never masked for fenced code, so at most N's hold-back on record lines can see structure in
+them (it holds back, never cuts more).
 
 :func:`token_view` turns what the caller passes -- anything with the buffer protocol
 (``array.array``, a numpy integer array, ``bytes`` as unsigned bytes), or a list/tuple of
@@ -44,7 +47,10 @@ def token_view(ids: Any) -> memoryview:
     if isinstance(ids, (list, tuple)):
         try:
             ids = array.array("q", ids)
-        except (TypeError, OverflowError) as exc:
+        except OverflowError:  # an int beyond 64 bits: out of range, named
+            index = next(i for i, v in enumerate(ids) if not -(2**63) <= v < 2**63)
+            raise bad_token(index, ids[index]) from None
+        except TypeError as exc:
             raise TypeError(f"token ids must be integers from 0 to {MAX_TOKEN_ID}: {exc}") from None
     try:
         view = memoryview(ids)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import loopcore
-from loopcore._tokens import cast_items, integer_code, token_view
+from loopcore._tokens import cast_items, integer_code, token_symbols, token_view
 
 from .config import TextConfig
 
@@ -263,7 +263,7 @@ class TextLoopDetector(_Base):
         stream = self._streams.get(channel)
         if stream is None:
             if not self.watches(channel):
-                token_view(ids)  # still refuse what is not token ids
+                token_symbols(token_view(ids))  # still refuse what is not token ids (type, shape, range)
                 return []
             stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
         raw = stream.feed_tokens(ids)
@@ -401,7 +401,7 @@ def scan_tokens(ids: Any, config: TextConfig | str | None = "tokens", *,
         a list of ints), or a batch: a 2-D integer buffer (one row per sequence,
         e.g. a numpy ``int32``/``int64`` array) or a list of sequences.
     config : TextConfig | str | None
-        Config or profile name; default ``"tokens"`` (lengths in tokens).
+        Config or profile name; ``"tokens"`` (lengths in tokens) by default and for ``None``.
     channel : str
         The channel the detections name (``"text"`` or ``"reasoning"``).
 
@@ -423,8 +423,10 @@ def scan_tokens(ids: Any, config: TextConfig | str | None = "tokens", *,
     [('cycle', 0, 4, 4)]
     """
     _check_channel(channel)
-    if not isinstance(config, TextConfig):
-        config = TextConfig() if config is None else TextConfig(config)
+    if config is None or isinstance(config, str):
+        config = TextConfig("tokens" if config is None else config)
+    elif not isinstance(config, TextConfig):
+        raise TypeError(f"config must be a TextConfig, a profile name or None, not {type(config).__name__}")
     rows = _rows(ids)
     if rows is None:
         return _scan_one(ids, config, channel)
@@ -437,12 +439,20 @@ def scan_tokens(ids: Any, config: TextConfig | str | None = "tokens", *,
     return out
 
 
+def _sequence(x: Any) -> bool:
+    """Whether ``x`` is a sequence of ids itself (a row), not one id (an int, a numpy scalar)."""
+    if isinstance(x, (list, tuple)):
+        return True
+    try:
+        return memoryview(x).ndim >= 1
+    except TypeError:
+        return False
+
+
 def _rows(ids: Any) -> list[Any] | None:
     """The rows of a batch (a 2-D buffer or a list of sequences), ``None`` for one sequence."""
     if isinstance(ids, (list, tuple)):
-        if ids and all(not isinstance(x, int) for x in ids):
-            return list(ids)
-        return None
+        return list(ids) if ids and _sequence(ids[0]) else None
     try:
         view = memoryview(ids)
     except TypeError:
@@ -450,8 +460,10 @@ def _rows(ids: Any) -> list[Any] | None:
     if view.ndim != 2:
         return None
     code, _ = integer_code(view)
-    shape = view.shape or (0, 0)
-    rows, width = shape[0], shape[1] * view.itemsize
+    rows, cols = view.shape or (0, 0)
+    if rows == 0 or cols == 0:
+        return [[] for _ in range(rows)]
+    width = cols * view.itemsize
     flat = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
     return [cast_items(flat[r * width:(r + 1) * width], code) for r in range(rows)]
 
