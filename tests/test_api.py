@@ -8,6 +8,8 @@ import sys
 import tracemalloc
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import loopcore
 import loopguard
@@ -275,7 +277,9 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     for opened in (seed, rescue, stream):
         opened.feed(" ")  # the buffers are allocated with the first code point
     assert seed.memory_bytes <= 64 * 1024  # Latin-1 text, before any scratch is needed
-    assert rescue.memory_bytes - seed.memory_bytes == (4 * 30 + 1) * 16 * 4
+    # 16 more code points for each of the 4 x 30 records (1 byte each at Latin-1, like the buffer)
+    # and for the open sentence's saved text (4 bytes each)
+    assert rescue.memory_bytes - seed.memory_bytes == 4 * 30 * 16 * 1 + 16 * 4
     n_tables = 8192 * 2 + 4096 * 4 + 16384 * 2 + 512 * (2 + 4) + 256 * 4
     assert stream.memory_bytes - rescue.memory_bytes == n_tables + (19824 - 18001) + 128 * 4 * 2
     prose = letters(20_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüéèàçñ .,;:!?", 9)
@@ -466,3 +470,19 @@ def test_str_subclasses_are_text(impl: str) -> None:
         det = TextLoopDetector(implementation=impl)
         assert det.feed(wrap(text), "reasoning") + det.finish() == expected
     assert scan_text(np.str_(text), "reasoning") == scan_text(text, "reasoning") != []
+
+
+@given(st.lists(st.sampled_from(["Wait.", "Let me check.", "Hmm, no.", "OK so.", "好的。", "再看看。", "🤔 hmm.", "Right."]),
+                min_size=20, max_size=120),
+       st.sampled_from(["", "中", "😀", "é"]), st.integers(0, 119), st.integers(1, 50))
+def test_pool_records_survive_widening(phrases: list[str], wide: str, at: int, chunk: int) -> None:
+    """The pool keeps its records 1, 2 or 4 bytes per code point, like the buffer; a wider code
+    point arriving mid-pool re-stores them: the detections and their phrases are the reference's."""
+    words = phrases[:at] + ([wide] if wide else []) + phrases[at:]
+    text = " ".join(words)
+    runs = []
+    for name in sorted(loopcore.implementations()):
+        stream = loopcore.implementation(name).ChannelStream(**TextConfig().stream_params("reasoning"))
+        found = [d for i in range(0, len(text), chunk) for d in stream.feed(text[i:i + chunk])]
+        runs.append(found + stream.finish())
+    assert all(run == runs[0] for run in runs)

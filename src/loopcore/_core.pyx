@@ -280,17 +280,17 @@ cdef class ChannelStream:
     schema): ``skip_code_blocks`` removes fenced code from what the detectors see
     (SPEC §2.6); ``exact_tail`` … ``salad`` (the kind names) enable E, L, S, C, P, N, T.
 
-    Memory is bounded by the config (:attr:`memory_bytes`): a linear buffer of
-    ``keep + slack`` code points (``keep`` = the longest look-back of the
-    enabled detectors, 12,251 at the ``default`` profile) stored with 1, 2 or 4
-    bytes per code point like PEP 393 (widened when a wider code point
-    arrives), two rings of 16-bit gram hashes (E, C), the pool's sentence
-    records (P), N's slot chains, hash heads, distance ring and lag table
-    (68 KiB at the defaults), T's distinct-count table, and scratch allocated
-    once on first need (the n-gram table of L/S, the Z array of C).  At the
-    ``default`` profile: 134.4 KiB for Latin-1 text, 152.4 KiB once a BMP code
-    point arrives, 188.3 KiB once an astral one does, and at most 204 KiB with
-    the scratch; ``fuse``: 21.7 to 112 KiB; ``rescue``: 57.5 to 126 KiB.
+    Memory is bounded by the config (:attr:`memory_bytes`), allocated when the first
+    code point or token arrives (before that, only the object: 8.3 KiB): a linear buffer
+    of ``keep + slack`` code points (``keep`` = the longest look-back of the enabled
+    detectors, 12,251 at the ``default`` profile) stored with 1, 2 or 4 bytes per code
+    point like PEP 393 (widened when a wider code point arrives), two rings of 16-bit
+    gram hashes (E, C), the pool's sentence records (P; at the buffer's width), N's slot
+    chains, hash heads, distance ring and lag table (68 KiB at the defaults), T's
+    distinct-count table, and scratch allocated once on first need (the n-gram table of
+    L/S, the Z array of C).  At the ``default`` profile: 115.9 KiB for Latin-1 text,
+    142.8 KiB once a BMP code point arrives, 196.5 KiB once an astral one does, and at
+    most about 213 KiB with the scratch.
 
     Raises
     ------
@@ -381,7 +381,8 @@ cdef class ChannelStream:
     cdef int32_t* rec_len
     cdef uint64_t* rec_hash
     cdef int32_t* rec_grp
-    cdef cp_t* rec_text
+    cdef void* rec_text  # each record's text, rec_width bytes per code point (the buffer's width)
+    cdef int rec_width
     cdef int32_t* grp_rep
     cdef int32_t* grp_count
     cdef int32_t* grp_active
@@ -561,7 +562,12 @@ cdef class ChannelStream:
             self.rec_len = <int32_t*>self._alloc(self.rec_cap * sizeof(int32_t))
             self.rec_hash = <uint64_t*>self._alloc(self.rec_cap * sizeof(uint64_t))
             self.rec_grp = <int32_t*>self._alloc(self.rec_cap * sizeof(int32_t))
-            self.rec_text = <cp_t*>self._alloc(self.rec_cap * self.pool_max_phrase_chars * sizeof(cp_t))
+            # records are stored 1, 2 or 4 bytes per code point like the buffer (widened with it)
+            self.rec_text = calloc(self.rec_cap * self.pool_max_phrase_chars, 1)
+            if self.rec_text == NULL:
+                raise MemoryError("loopcore: cannot allocate the stream buffers")
+            self.rec_width = 1
+            self.mem += self.rec_cap * self.pool_max_phrase_chars
             self.s_text = <cp_t*>self._alloc(self.pool_max_phrase_chars * sizeof(cp_t))
             self.grp_rep = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
             self.grp_count = <int32_t*>self._alloc(self.pool_window * sizeof(int32_t))
@@ -657,7 +663,7 @@ cdef class ChannelStream:
         PyMem_Free(self.rec_len)
         PyMem_Free(self.rec_hash)
         PyMem_Free(self.rec_grp)
-        PyMem_Free(self.rec_text)
+        free(self.rec_text)
         PyMem_Free(self.s_text)
         PyMem_Free(self.grp_rep)
         PyMem_Free(self.grp_count)
@@ -887,7 +893,8 @@ cdef class ChannelStream:
                 for j in range(ev.nphr):
                     slot = ev.phr_slot[j]
                     ln = self.rec_len[slot]
-                    phrases.append(_ucs4_str(&self.rec_text[<Py_ssize_t>slot * self.pool_max_phrase_chars], ln))
+                    phrases.append(PyUnicode_FromKindAndData(
+                        self.rec_width, self._rec_at(slot), ln))
                 evidence = {"coverage": ev.coverage, "phrases": tuple(phrases)}
             out.append((KINDS[ev.kind], ev.position, ev.start, ev.cut, evidence))
         self.nev = 0
@@ -1154,6 +1161,30 @@ cdef class ChannelStream:
         self.mem += self.cap * (width - self.width)
         self.width = width
         self.wmax = 0xFFFF if width == 2 else 0xFFFFFFFF
+        if self.rec_text != NULL:
+            self._widen_records(width)
+
+    cdef void _widen_records(self, int width) noexcept nogil:
+        """Store the pool's records ``width`` bytes per code point, as the buffer now is."""
+        cdef Py_ssize_t n = self.rec_cap * self.pool_max_phrase_chars, i
+        cdef void* wider = malloc(<size_t>n * width)
+        cdef cp_t c
+        if wider == NULL:
+            self.failed = True
+            return
+        for i in range(n):
+            if self.rec_width == 1:
+                c = (<const uint8_t*>self.rec_text)[i]
+            else:
+                c = (<const uint16_t*>self.rec_text)[i]
+            if width == 2:
+                (<uint16_t*>wider)[i] = <uint16_t>c
+            else:
+                (<uint32_t*>wider)[i] = c
+        free(self.rec_text)
+        self.rec_text = wider
+        self.mem += n * (width - self.rec_width)
+        self.rec_width = width
 
     cdef void _compact(self) noexcept nogil:
         cdef Py_ssize_t shift = self.blen - self.keep, i, ln
@@ -1289,7 +1320,7 @@ cdef class ChannelStream:
             for i in range(ln):
                 c = self.s_text[i] if saved else self._at(<Py_ssize_t>(begin - self.base) + i)
                 h = h * HB + c
-                self.rec_text[slot * self.pool_max_phrase_chars + i] = c
+                self._rec_put(slot, i, c)
             self.rec_hash[slot] = h
             g = -1
             for gi in range(self.grp_nactive):
@@ -1310,8 +1341,21 @@ cdef class ChannelStream:
 
     cdef inline bint _same_text(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
         return (self.rec_len[a] == self.rec_len[b] and self.rec_hash[a] == self.rec_hash[b]
-                and memcmp(&self.rec_text[a * self.pool_max_phrase_chars], &self.rec_text[b * self.pool_max_phrase_chars],
-                           self.rec_len[a] * sizeof(cp_t)) == 0)
+                and memcmp(self._rec_at(a), self._rec_at(b), self.rec_len[a] * self.rec_width) == 0)
+
+    cdef inline const char* _rec_at(self, Py_ssize_t slot) noexcept nogil:
+        """The text of the record in ``slot`` (``rec_width`` bytes per code point)."""
+        return <const char*>self.rec_text + slot * self.pool_max_phrase_chars * self.rec_width
+
+    cdef inline void _rec_put(self, Py_ssize_t slot, Py_ssize_t i, cp_t c) noexcept nogil:
+        cdef Py_ssize_t at = slot * self.pool_max_phrase_chars + i
+        check(c <= self.wmax)
+        if self.rec_width == 1:
+            (<uint8_t*>self.rec_text)[at] = <uint8_t>c
+        elif self.rec_width == 2:
+            (<uint16_t*>self.rec_text)[at] = <uint16_t>c
+        else:
+            (<uint32_t*>self.rec_text)[at] = c
 
     # ------------------------------------------------------- scratch kernels
     cdef Py_ssize_t _distinct(self, int64_t lo, int64_t hi, Py_ssize_t limit) noexcept nogil:
@@ -2890,7 +2934,3 @@ cdef inline int64_t _token_at(const unsigned char* p, Py_ssize_t i, int size, bi
             return <int64_t>(<const int32_t*>p)[i]
         return <int64_t>(<const uint32_t*>p)[i]
     return (<const int64_t*>p)[i]
-
-
-cdef object _ucs4_str(const cp_t* text, Py_ssize_t length):
-    return PyUnicode_FromKindAndData(4, text, length)

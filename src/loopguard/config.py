@@ -63,7 +63,7 @@ PROFILES: dict[str, frozenset[str]] = {
 #: real loops from 13 to 14 of 14, the probe gains 2 loops, and no legitimate text anywhere
 #: fires more (the YAML case 023 would, without the data-line rule).  64 is the shortest phrase
 #: length that catches ``tasks[352]`` (48 and 56 do not); each character of it costs the pool
-#: 480 bytes of record text per channel.
+#: 120 bytes of record text per channel at Latin-1 (480 once an astral code point arrives).
 #: ``lowdiv_max_data_share`` 0.8: L and S hold back on a window made more than 80 % of hex-dump
 #: characters (hex digits, blanks, ``.``, ``:``): a hex dump of a zeroed region is as repetitive
 #: as a loop (case 033; 90 % of the probe's hex dumps fired), while the loops L and S catch are
