@@ -3,6 +3,8 @@
 Directives are set once, here.  Environment toggles:
 
 * ``LOOPCORE_DEBUG=1``  -- bounds/wraparound/initialized checks on, ``-O0 -g``.
+* ``LOOPCORE_ASAN=1``  -- AddressSanitizer (``-fsanitize=address``); run Python with
+  ``LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0``.
 * ``LOOPCORE_ANNOTATE=1`` -- write ``src/loopcore/_core.html``.
 * ``LOOPCORE_REQUIRE_EXTENSION=1`` -- fail the install when the extension does
   not build (otherwise the pure-Python reference is used, with a warning).
@@ -18,6 +20,7 @@ from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("LOOPCORE_DEBUG") == "1"
 REQUIRE = os.environ.get("LOOPCORE_REQUIRE_EXTENSION") == "1"
+ASAN = os.environ.get("LOOPCORE_ASAN") == "1"
 
 DIRECTIVES = {
     "language_level": 3,
@@ -29,18 +32,24 @@ DIRECTIVES = {
 }
 
 compile_args = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]
+link_args: list[str] = []
+if ASAN:
+    compile_args += ["-fsanitize=address", "-fno-omit-frame-pointer"]
+    link_args += ["-fsanitize=address"]
 
 extensions = [
     Extension(
         "loopcore._core",
         ["src/loopcore/_core.pyx"],
         extra_compile_args=compile_args,
+        extra_link_args=link_args,
         optional=not REQUIRE,
     ),
     Extension(
         "loopcore._scan",
         ["src/loopcore/_scan.pyx"],
         extra_compile_args=compile_args,
+        extra_link_args=link_args,
         optional=not REQUIRE,
     ),
 ]
