@@ -31,6 +31,11 @@ from typing import Any
 
 from . import _params, _tokens
 
+#: A detector's finding at a checkpoint: ``(start, cut, evidence)``.
+Found = tuple[int, int, dict[str, Any]]
+#: A raw detection: ``(kind, position, start, cut, evidence)``.
+RawDetection = tuple[str, int, int, int, dict[str, Any]]
+
 __all__ = [
     "ChannelStream",
     "KINDS",
@@ -735,7 +740,7 @@ class ChannelStream:
             self._checkpoint(out, final=True)
         return out
 
-    def _take(self, pos: int, ch: str, out: list) -> None:
+    def _take(self, pos: int, ch: str, out: list[RawDetection]) -> None:
         """Fence masking, one original character at a time (SPEC §2.6)."""
         if not self.skip_code_blocks:
             self._emit(pos, ch, out)
@@ -801,7 +806,7 @@ class ChannelStream:
         elif ch not in " \t":
             self._line_start = False
 
-    def _emit(self, pos: int, ch: str, out: list) -> None:
+    def _emit(self, pos: int, ch: str, out: list[RawDetection]) -> None:
         self._t.append(ch)
         self._orig.append(pos)
         n = len(self._t)
@@ -815,10 +820,10 @@ class ChannelStream:
             return self._orig[k]
         return self._orig[-1] + 1 if self._t else 0
 
-    def _checkpoint(self, out: list, final: bool) -> None:
+    def _checkpoint(self, out: list[RawDetection], final: bool) -> None:
         t = "".join(self._t)
         n = len(t)
-        results = {
+        results: dict[str, Found | None] = {
             "exact_tail": self._exact_tail(t) if self.exact_tail else None,
             "lowdiv_tail": self._lowdiv_tail(t) if self.lowdiv_tail else None,
             "lowdiv_sliding": self._lowdiv_sliding(t, final) if self.lowdiv_sliding else None,
@@ -833,7 +838,7 @@ class ChannelStream:
         for kind in KINDS:
             found = results[kind]
             holds = found is not None
-            if holds:
+            if found is not None:
                 self._hits[kind] += 1
                 start, cut, evidence = found
                 strong = evidence.get("strong", True)
@@ -843,7 +848,7 @@ class ChannelStream:
                     self._reported_strong[kind] = strong
             self._holding[kind] = holds
 
-    def _exact_tail(self, t: str):
+    def _exact_tail(self, t: str) -> Found | None:
         n, w = len(t), self.window
         if n < self.min_chars or w < 40 or n < w:
             return None
@@ -865,7 +870,7 @@ class ChannelStream:
         counts = Counter(w[i:i + k] for i in range(len(w) - k + 1))
         return max(counts.values(), default=0)
 
-    def _lowdiv_tail(self, t: str):
+    def _lowdiv_tail(self, t: str) -> Found | None:
         n = len(t)
         if n < self.min_chars:
             return None
@@ -896,7 +901,7 @@ class ChannelStream:
             self._windows[end] = (fires, unique, top)
         return self._windows[end]
 
-    def _lowdiv_sliding(self, t: str, final: bool):
+    def _lowdiv_sliding(self, t: str, final: bool) -> Found | None:
         n, size, step = len(t), self.slide_window, self.slide_step
         ends = list(range(size, n + 1, step))
         if final and n >= size and (n - size) % step:
@@ -910,7 +915,7 @@ class ChannelStream:
                 return at, at, {"unique": unique, "max_ngram": top, "window_start": at}
         return None
 
-    def _cycle(self, t: str):
+    def _cycle(self, t: str) -> Found | None:
         n = len(t)
         span = min(n, self.cycle_scan_chars)
         q = smallest_periods(t[n - span:])
@@ -926,7 +931,7 @@ class ChannelStream:
                 return self._map(start), self._map(start + p), evidence
         return None
 
-    def _near_cycle(self, t: str):
+    def _near_cycle(self, t: str) -> Found | None:
         """N -- a near-verbatim cycle: copies of a period p with small edits (SPEC §2.7 default).
 
         ``k = near_ngram``; the k-gram ending at ``i`` is ``t[i-k+1:i+1]``.  Only *anchor*
@@ -1016,19 +1021,17 @@ class ChannelStream:
             """Earlier anchors ending the k-gram that ends at anchor ``i``, nearest first."""
             return [j for j in reversed(ends[t[i - k + 1:i + 1]]) if j < i]
 
-        found = None
+        found: Found | None = None
         if 0 < self._near_hold <= lim:  # a loop N holds on: its window at the same period, first
             p = self._near_hold
-            found = self._near_window(t, anchors, before, p, near_tolerance(p, div), link)
-            if found in ("no", "records"):
-                found = None
+            window = self._near_window(t, anchors, before, p, near_tolerance(p, div), link)
+            found = None if isinstance(window, str) else window  # "no", "records": none
         pending, self._near_pending = self._near_pending, 0
         if found is None and 0 < pending <= lim and pending != self._near_hold:
-            found = self._near_window(t, anchors, before, pending, near_tolerance(pending, div), link)
-            if found == "no" and self._near_covered >= self._pending_min(pending):
+            window = self._near_window(t, anchors, before, pending, near_tolerance(pending, div), link)
+            if window == "no" and self._near_covered >= self._pending_min(pending):
                 self._near_pending = pending  # a loop still growing into its window: once more
-            if found in ("no", "records"):
-                found = None
+            found = None if isinstance(window, str) else window
         if found is None:
             found = self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(t, anchors, before, link)
         self._near_hold = found[2]["period"] if found else 0
@@ -1044,9 +1047,9 @@ class ChannelStream:
         (:data:`NEAR_PENDING_KEEP`), and no less than one block short of passing (a window
         gains at most a block of coverage per checkpoint)."""
         w = max(2 * p, self.near_min_window)
-        return max(NEAR_PENDING_KEEP * w, self.near_min_coverage * w - self.check_every)
+        return float(max(NEAR_PENDING_KEEP * w, self.near_min_coverage * w - self.check_every))
 
-    def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int, link: int):
+    def _near_periodic(self, t: str, anchors: list[int], before: Any, lim: int, link: int) -> Found | None:
         n, k = len(t), self.near_ngram
         div = self.near_tolerance
         b0 = max(k - 1, n - (n % self.check_every or self.check_every))
@@ -1066,7 +1069,7 @@ class ChannelStream:
         if sum(1 for d in lags if near_multiple(d, p, tol)) >= self.near_min_lag_share * len(block):
             found = self._near_window(t, anchors, before, p, tol, link)
             if found != "no":
-                return None if found == "records" else found
+                return None if isinstance(found, str) else found  # "records": held back
             if self._near_covered >= self._pending_min(p):
                 self._near_pending = p  # close: the loop may be growing into its window
         recurring = sum(1 for i in block if before(i) and i - before(i)[0] <= link)
@@ -1092,14 +1095,14 @@ class ChannelStream:
             within = sum(1 for i in block if any(abs(i - j - p) <= tol for j in before(i)))
             if within >= self.near_min_lag_share * len(block):
                 found = self._near_window(t, anchors, before, p, tol, link)
-                if found not in ("no", "records"):
+                if not isinstance(found, str):  # not "no", not "records"
                     return found
                 if found == "no" and not self._near_pending and \
                         self._near_covered >= self._pending_min(p):
                     self._near_pending = p
         return None
 
-    def _near_window(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int):
+    def _near_window(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int) -> Found | str:
         """Steps 2-3 at period ``p``: the detection, or ``"no"``, or ``"records"``."""
         n = len(t)
         w = max(2 * p, self.near_min_window)
@@ -1131,7 +1134,7 @@ class ChannelStream:
             "period": p, "coverage": covered / w, "exact": self._near_exact, "strong": self._near_whole}
 
     def _near_cover(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int, hi: int, w: int,
-                    floor: float = 0.0):
+                    floor: float = 0.0) -> tuple[int, int, int]:
         """The coverage walk over the window ``t[hi-w:hi]``: ``(covered, cut, end)``: ``cut`` the
         start of the first segment at least ``2k`` long (-1: none), ``end`` the end of the last
         one (``hi - w``: none; shorter segments are chance k-grams, as in the prose after a
@@ -1149,7 +1152,7 @@ class ChannelStream:
             if i < max(lo, done):
                 continue
             if covered + (hi - done) < floor:
-                self._near_exact, self._near_whole = run[1], run[2]
+                self._near_exact, self._near_whole = run[1], bool(run[2])
                 return covered, -1, lo
             c = next((i - j for j in before(i) if abs(i - j - p) <= tol), 0)
             q = c
@@ -1169,10 +1172,10 @@ class ChannelStream:
             if e - s >= 2 * k:
                 last = e
             done = e
-        self._near_exact, self._near_whole = run[1], run[2]
+        self._near_exact, self._near_whole = run[1], bool(run[2])
         return covered, cut, last
 
-    def _near_recurrence(self, t: str, anchors: list[int], before: Any, link: int):
+    def _near_recurrence(self, t: str, anchors: list[int], before: Any, link: int) -> Found | None:
         n, k, w = len(t), self.near_ngram, self.near_recurrence_window
         if n < w:
             return None
@@ -1213,7 +1216,7 @@ class ChannelStream:
         return self._map(max(0, cut - lag)), self._map(cut), {
             "period": lag, "coverage": covered / w, "exact": exact, "strong": strong}
 
-    def _salad(self, t: str):
+    def _salad(self, t: str) -> Found | None:
         """T -- salad: random picks from a handful of symbols (:meth:`_symbol_salad`) or, when
         ``salad_max_words`` is not 0, of words (:meth:`_word_salad`); no fixed period."""
         found = self._symbol_salad(t)
@@ -1221,7 +1224,7 @@ class ChannelStream:
             found = self._word_salad(t)
         return found
 
-    def _symbol_salad(self, t: str):
+    def _symbol_salad(self, t: str) -> Found | None:
         """A salad of symbols (emoji, kaomoji): no words.
 
         The last ``min(SALAD_GATE, w)`` code points and the window ``t[n-w:n]``,
@@ -1258,7 +1261,7 @@ class ChannelStream:
                 cut = i + 1
         return self._map(cut), self._map(cut), {"unit": "symbol", "unique": unique, "alnum": alnum / w}
 
-    def _word_salad(self, t: str):
+    def _word_salad(self, t: str) -> Found | None:
         """T's word salad: random picks from a handful of words, no fixed order.
 
         The walk goes back from ``n`` over at most :data:`SALAD_WORD_WINDOW` code points, word
@@ -1361,7 +1364,7 @@ class ChannelStream:
         return self._map(cut), self._map(cut), {"unit": "word", "unique": unique, "tokens": len(run)}
 
 
-    def _pool(self, t: str):
+    def _pool(self, t: str) -> Found | None:
         sentences = split_sentences(t, self.pool_skip_key_value)
         size = self.pool_window
         if len(sentences) < size:
