@@ -14,7 +14,7 @@ from hypothesis import given, note, settings, strategies as st
 import loopcore
 from conftest import CASES, load_index
 from helpers import detect, random_cuts
-from loopguard import TextConfig
+from loopguard import TextConfig, TextLoopDetector
 
 pytestmark = pytest.mark.skipif(
     "cython" not in loopcore.implementations(), reason="the compiled core is not built"
@@ -152,6 +152,7 @@ def test_parity_long_periods(period: int, seed: int, alphabet: str, noise: int) 
     unit = "".join(rng.choice(pool) for _ in range(period))
     prefix = "".join(rng.choice(pool) for _ in range(noise))
     copies = max(2, min(4, 16000 // period))
+    copies = max(copies, 1000 // len(unit) + 1)  # long enough for C to hold over several checkpoints
     text = prefix + unit * copies
     reference = detect(text, "default", "python", channel="reasoning")
     cuts = random_cuts(len(text), seed, mean=50)
@@ -298,3 +299,52 @@ def test_art_runs_by_hand() -> None:
     assert not art_run(BANNER, 0.0)  # off
     assert not art_run("!" * 500, 0.3)  # one symbol: a flood, not art
     assert not art_run("Let me check the sum again. " * 20, 0.3)  # prose is ~80 % alphanumeric
+
+
+@given(
+    st.text(alphabet="abcxyz .,\n中😀", min_size=2, max_size=60),
+    st.integers(5, 90),
+    st.lists(st.tuples(st.integers(0, 5000), st.text(alphabet="qwe .\n", min_size=1, max_size=30)), max_size=3),
+    st.text(alphabet="mnop rs\n", max_size=300),
+    st.sampled_from(["rescue", "default", "fuse"]),
+    st.integers(1, 400),
+)
+@settings(max_examples=300, deadline=None)  # each example streams 1,000-6,000 code points through the reference
+def test_held_cycles_parity(unit: str, copies: int, breaks: list[tuple[int, str]], prefix: str, profile: str,
+                            chunk: int) -> None:
+    """C verifies a held cycle with one comparison per block instead of recomputing it: the
+    detections and the checkpoints each detector held are the reference's, through loops that
+    continue, break, resume and change period."""
+    copies = max(copies, 1000 // len(unit) + 1)  # long enough for C to hold over several checkpoints
+    text = prefix + unit * copies
+    for at, piece in sorted(breaks, reverse=True):
+        at = min(at, len(text))
+        text = text[:at] + piece + text[at:] + unit[::-1] * (copies // 2)
+    note(repr(text[:200]))
+    runs = []
+    for impl in ("python", "cython"):
+        det = TextLoopDetector(profile, implementation=impl)
+        found = [d for i in range(0, len(text), chunk) for d in det.feed(text[i:i + chunk], "reasoning")]
+        found += det.finish()
+        runs.append((found, det.hits("reasoning")))
+    assert runs[0] == runs[1]
+
+
+def test_a_held_cycle_through_a_change_of_period() -> None:
+    """A loop of one unit, then of another (C holds on the first, loses it, holds on the second):
+    the held checkpoints are verified by one comparison each, with the reference's counts."""
+    first, second = "The key is stale, flush it. ", "Check again: is the key stale? "
+    text = "An opening paragraph about caches. " * 3 + first * 120 + second * 120
+    hits, found = [], []
+    for impl in ("python", "cython"):
+        det = TextLoopDetector("rescue", implementation=impl)
+        found.append([(d.kind, d.start, d.cut, d.evidence.get("period")) for i in range(0, len(text), 64)
+                      for d in det.feed(text[i:i + 64], "reasoning")] + [(d.kind, d.start) for d in det.finish()])
+        hits.append(det.hits("reasoning")["cycle"])
+    assert found[0] == found[1] and hits[0] == hits[1]
+    # the first loop starts at 105, its period reaching 2 code points back into the prefix (". "),
+    # the second at 105 + 120 x 28 = 3465, reaching 1 back (" "); cuts one period later
+    assert [f for f in found[1] if f[0] == "cycle"] == [("cycle", 103, 131, 28), ("cycle", 3464, 3495, 31)]
+    # held at the checkpoints 800..3400 (14), lost at 3600..4000 while the window holds both,
+    # held again at 4200..7000 (15) and at the final one (7185)
+    assert hits[1] == 14 + 15 + 1

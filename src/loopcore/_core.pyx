@@ -355,6 +355,8 @@ cdef class ChannelStream:
     cdef uint16_t* ring_e
     cdef uint16_t* ring_c
     cdef int64_t c_done  # positions tagged in ring_c so far (C runs in blocks at checkpoints)
+    cdef int64_t c_held_n  # the checkpoint at which C last held, at period c_held_p (0: none)
+    cdef Py_ssize_t c_held_p
     cdef Py_ssize_t emask, cmask
     # ---- fence masking
     cdef bint m_line_start, m_opening, m_opening_run, m_in_code
@@ -1693,6 +1695,16 @@ cdef class ChannelStream:
         if top_p < self.cycle_min_period or n < self.ck:
             return False
         e0 = <Py_ssize_t>(n - 1 - self.base)
+        # a held cycle whose period the new text continues still holds: one comparison of the
+        # block (with 3+ copies a stretch that keeps period p cannot come to hold only for a
+        # smaller shift, Fine and Wilf; the episode's report is out already, so only "holds" counts)
+        p = self.c_held_p
+        if self.holding[K_C] and p and self.cycle_min_copies >= 3 and self.c_held_n < n and p <= top_p:
+            need = <Py_ssize_t>(n - self.c_held_n)
+            if self._same(e0 - need + 1, e0 - need + 1 - p, need):
+                self.c_held_n = n
+                return True
+        self.c_held_p = 0
         # prefilter: some p whose needed match length holds (one memcmp each)
         x = self.ring_c[(n - 1) & self.cmask]
         if not self._ring_has(self.ring_c, self.cmask, n - 1 - top_p, n - self.cycle_min_period, x):
@@ -1746,6 +1758,7 @@ cdef class ChannelStream:
                 small = reach
         if best_p == 0:
             return False
+        self.c_held_p, self.c_held_n = best_p, n
         ev.start = self._map(n - best_len)
         ev.cut = self._map(n - best_len + best_p)
         ev.ev0 = best_p
