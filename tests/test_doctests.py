@@ -24,6 +24,7 @@ MODULES = [
     "loopguard.integrations.openai",
     "loopguard.integrations.responses",
     "loopguard.integrations.anthropic",
+    "loopcore._params",
 ]
 
 

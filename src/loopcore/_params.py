@@ -13,10 +13,12 @@ lengths, periods and positions are Unicode code points.
 
 >>> [p.name for p in PARAMS if p.detector == "cycle"][:3]
 ['cycle', 'cycle_min_period', 'cycle_max_period']
->>> check({**defaults(), "exact_tail": True, "window": 10})
+>>> check({**defaults(), "cycle_min_period": 50, "cycle_max_period": 20})
 Traceback (most recent call last):
 ...
-ValueError: window=10 is invalid: must be >= 40 while exact_tail is on (SPEC §2.1: E needs a 40-code-point tail)
+ValueError: cycle_max_period=20 is invalid: must be >= cycle_min_period (50)
+>>> rule_errors({**defaults(), "exact_tail": True, "window": 10}, inert=True)
+[('window', '>= 40 for exact_tail to fire (SPEC §2.1: with a shorter tail E never fires)')]
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ PARAMS: tuple[Param, ...] = (
     # E -- exact tail repeat (002 ①a)
     _flag("exact_tail", "enable E, the exact tail repeat (seed 002 ①a)"),
     _int("min_chars", 2000, 0, _BIG, "exact_tail", "E, L and S wait for this many code points"),
-    _int("window", 600, 1, _BIG, "exact_tail", "E's tail length (at least 40 while E is on)"),
+    _int("window", 600, 1, _BIG, "exact_tail", "E's tail length (E fires only with 40 or more, SPEC §2.1)"),
     _int("history", 4000, 0, _BIG, "exact_tail", "how far before the tail E looks for copies"),
     _int("repeats", 3, 2, _BIG, "exact_tail", "copies of the tail E needs"),
     # L -- low diversity, tail (002 ①b)
@@ -161,11 +163,14 @@ KIND_FLAGS: tuple[str, ...] = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "c
 @dataclass(frozen=True)
 class Rule:
     """A cross-field rule: ``test(params)`` is True when it holds; ``key`` is the
-    parameter named in the error, ``text`` the rule as words."""
+    parameter named in the error, ``text`` the rule as words.  ``inert``: breaking it is
+    legal (the SPEC defines what happens: a detector never fires), so it is reported as a
+    warning by :class:`loopguard.TextConfig`, not an error."""
 
     key: str
     text: Callable[[Mapping[str, Any]], str]
     test: Callable[[Mapping[str, Any]], bool]
+    inert: bool = False
 
 
 RULES: tuple[Rule, ...] = (
@@ -175,8 +180,8 @@ RULES: tuple[Rule, ...] = (
          lambda p: p["near_max_period"] >= p["near_min_period"]),
     Rule("pool_max_distinct", lambda p: f">= pool_min_distinct ({p['pool_min_distinct']})",
          lambda p: p["pool_max_distinct"] >= p["pool_min_distinct"]),
-    Rule("window", lambda p: ">= 40 while exact_tail is on (SPEC §2.1: E needs a 40-code-point tail)",
-         lambda p: not p["exact_tail"] or p["window"] >= 40),
+    Rule("window", lambda p: ">= 40 for exact_tail to fire (SPEC §2.1: with a shorter tail E never fires)",
+         lambda p: not p["exact_tail"] or p["window"] >= 40, inert=True),
 )
 
 
@@ -185,9 +190,10 @@ def defaults() -> dict[str, Any]:
     return {p.name: p.default for p in PARAMS}
 
 
-def rule_errors(params: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The ``(key, rule)`` pairs of the cross-field rules ``params`` breaks (valid fields assumed)."""
-    return [(r.key, r.text(params)) for r in RULES if not r.test(params)]
+def rule_errors(params: Mapping[str, Any], *, inert: bool = False) -> list[tuple[str, str]]:
+    """The ``(key, rule)`` pairs of the cross-field rules ``params`` breaks (valid fields
+    assumed): the errors, or with ``inert=True`` the legal ones that leave a detector inert."""
+    return [(r.key, r.text(params)) for r in RULES if r.inert == inert and not r.test(params)]
 
 
 def check(params: Mapping[str, Any]) -> None:

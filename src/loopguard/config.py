@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -160,8 +161,8 @@ class TextConfig:
     ConfigError
         (a ``ValueError``) naming the key, the value and the rule, for an
         unknown profile or key, a value of the wrong type or out of range, or a
-        broken cross-field rule (a maximum below its minimum; ``window`` below 40
-        while E is enabled).
+        broken cross-field rule (a maximum below its minimum).  ``window`` below 40
+        while E is enabled is legal (E never fires, SPEC §2.1) and gives a ``UserWarning``.
 
     Examples
     --------
@@ -245,8 +246,11 @@ class TextConfig:
         set_(self, "watch", watch)
         enabled = overrides.get("enabled")
         set_(self, "enabled", PROFILES[profile] if enabled is None else _parse_enabled(enabled))
-        for key, rule in rule_errors(self.stream_params("text")):
+        params = self.stream_params("text")
+        for key, rule in rule_errors(params):
             raise ConfigError(key, getattr(self, key), rule)
+        for key, rule in rule_errors(params, inert=True):  # legal, but a detector never fires
+            warnings.warn(f"TextConfig: {key}={getattr(self, key)!r} must be {rule}", UserWarning, stacklevel=2)
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("TextConfig is immutable; use .replace(**changes)")
