@@ -101,20 +101,9 @@ class _FeedPath:
     _streams: dict[str, Any]
 
     def feed(self, delta: str, channel: str = "text") -> list[Detection]:
-        """Append ``delta`` to ``channel`` and return the detections it revealed.
-
-        (This is the pure-Python twin of ``loopcore._core.FeedBase.feed``, the
-        compiled hot path :class:`TextLoopDetector` inherits when the core is built.)
-
-        Raises
-        ------
-        TypeError
-            when ``delta`` is not a ``str`` (nothing is consumed).
-        ValueError
-            for a channel other than ``"reasoning"`` / ``"text"``.
-        RuntimeError
-            after :meth:`finish`.
-        """
+        """Append ``delta`` to ``channel`` and return the detections it revealed: the
+        pure-Python twin of ``loopcore._core.FeedBase.feed`` (its docstring is the contract:
+        the same results and errors), used when the compiled core is not built."""
         try:
             stream = self._streams.get(channel)
         except TypeError:  # an unhashable channel
