@@ -37,21 +37,20 @@ if ASAN:
     compile_args += ["-fsanitize=address", "-fno-omit-frame-pointer"]
     link_args += ["-fsanitize=address"]
 
+#: The compiled modules: the stream core's owner, its kernels (one module per detector, plus the
+#: buffer, the counting table, fences and records; ``src/loopcore/_kernels``), the result scans.
+KERNELS = ("buffer", "table", "fences", "records", "exact", "lowdiv", "cycle", "pool", "near", "salad")
+MODULES = ["loopcore._core", "loopcore._scan"] + [f"loopcore._kernels.{name}" for name in KERNELS]
+
 extensions = [
     Extension(
-        "loopcore._core",
-        ["src/loopcore/_core.pyx"],
+        module,
+        ["src/" + module.replace(".", "/") + ".pyx"],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
         optional=not REQUIRE,
-    ),
-    Extension(
-        "loopcore._scan",
-        ["src/loopcore/_scan.pyx"],
-        extra_compile_args=compile_args,
-        extra_link_args=link_args,
-        optional=not REQUIRE,
-    ),
+    )
+    for module in MODULES
 ]
 
 
@@ -91,6 +90,7 @@ setup(
     cmdclass={"build_ext": OptionalBuildExt},
     ext_modules=cythonize(
         extensions,
+        include_path=["src"],
         compiler_directives=DIRECTIVES,
         annotate=os.environ.get("LOOPCORE_ANNOTATE") == "1",
     )

@@ -262,11 +262,12 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     * slot chains: pow2(4251) = 8192 x 2 bytes; hash heads: 8192 / 2 x 4 bytes;
     * distances per position over that window + lim + 265 + check_every: pow2(13217) = 16384 x 2
       bytes;
-    * the block's lag table: pow2(2 x 200 + 2) = 512 x (2 + 4) bytes, and 256 used-slot indices x 4;
+    * the block's lag table (the one counting table: an 8-byte key, a 4-byte count and a 4-byte
+      filled-slot index per slot): pow2(2 x 200 + 2) = 512 x 16 bytes;
     * the buffer keeps 13216 code points (a window of 2 x lim that may end a block of 200 before
-      the checkpoint, lim plus its tolerance 265, and 1) instead of C's 12001, plus half as
-      slack: 19824 - 18001 bytes more at Latin-1;
-    * T's distinct-count table: pow2(2 x 32 + 2) = 128 keys and stamps x 4 bytes each.
+      the checkpoint, lim plus its tolerance 265, and 1) instead of C's 12001, plus a quarter as
+      slack: 16520 - 15001 bytes more at Latin-1;
+    * T's distinct-count table: pow2(2 x 32 + 2) = 128 x 16 bytes.
     """
     if "cython" not in loopcore.implementations():
         pytest.skip("the compiled core is not built")
@@ -280,8 +281,8 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     # 16 more code points for each of the 4 x 30 records (1 byte each at Latin-1, like the buffer)
     # and for the open sentence's saved text (4 bytes each)
     assert rescue.memory_bytes - seed.memory_bytes == 4 * 30 * 16 * 1 + 16 * 4
-    n_tables = 8192 * 2 + 4096 * 4 + 16384 * 2 + 512 * (2 + 4) + 256 * 4
-    assert stream.memory_bytes - rescue.memory_bytes == n_tables + (19824 - 18001) + 128 * 4 * 2
+    n_tables = 8192 * 2 + 4096 * 4 + 16384 * 2 + 512 * 16
+    assert stream.memory_bytes - rescue.memory_bytes == n_tables + (16520 - 15001) + 128 * 16
     prose = letters(20_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüéèàçñ .,;:!?", 9)
     stream.feed(prose)  # Latin-1 prose: no cycle candidate, N and T need no scratch
     assert stream.memory_bytes <= 140 * 1024

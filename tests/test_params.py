@@ -29,9 +29,17 @@ def test_the_stub_declares_every_parameter_in_order_with_its_type() -> None:
 
 def test_the_compiled_core_reads_every_parameter_into_a_field_of_the_same_name() -> None:
     source = (SRC / "_core.pyx").read_text(encoding="utf-8")
-    reads = re.findall(r"self\.(\w+) = params\[\"(\w+)\"\]", source)
+    reads = re.findall(r"self\.p\.(\w+) = params\[\"(\w+)\"\]", source)
     assert all(field == key for field, key in reads)
     assert [key for _, key in reads] == NAMES
+
+
+def test_the_kernels_params_struct_declares_every_parameter_in_order_with_its_c_type() -> None:
+    source = (SRC / "_kernels" / "common.pxd").read_text(encoding="utf-8")
+    body = source.split("cdef struct Params:", 1)[1].split("\n\n", 1)[0]
+    fields = re.findall(r"^    (bint|Py_ssize_t|double) (\w+)$", body, re.M)
+    c_type = {bool: "bint", int: "Py_ssize_t", float: "double"}
+    assert fields == [(c_type[p.kind], p.name) for p in PARAMS]
 
 
 def test_the_reference_keeps_every_parameter_under_its_name() -> None:
