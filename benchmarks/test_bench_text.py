@@ -5,7 +5,7 @@ then ``python benchmarks/report.py bench.json``.  Every stream is fed to a new
 detector with the profile under test; detectors keep running after a detection
 (sustained cost).  Groups: ``bulk`` (one ``feed`` of the whole stream),
 ``delta4`` (4-character deltas), ``flat`` (the compiled core's cost per code point from 10k to
-10M code points, compiled).  Streams: ``en``, ``zh``, ``late`` (seeded, ``corpus.py``) and
+10M code points).  Streams: ``en``, ``zh``, ``late`` (seeded, ``corpus.py``) and
 ``real`` (real model output: the clean records of ``../shared/data/real/bench``, joined;
 skipped when that checkout is missing).  ``python benchmarks/compare.py`` measures the same
 figures for two commits in one run.
