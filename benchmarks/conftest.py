@@ -1,4 +1,4 @@
-"""Benchmark fixtures: seeded corpora, sliced before timing (see corpus.py)."""
+"""Benchmark fixtures: seeded corpora and the real-text stream, sliced before timing (see corpus.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,14 @@ import corpus  # noqa: E402
 
 @lru_cache(maxsize=None)
 def stream(name: str, size: int) -> str:
+    """``size`` code points of ``en``, ``zh``, ``late`` (seeded) or ``real`` (``corpus.real_stream``:
+    skips the test when ``../shared/data`` is not checked out)."""
+    if name == "real":
+        if not corpus.real_available():
+            import pytest
+
+            pytest.skip(corpus.real_missing_reason())
+        return corpus.real_stream(size)
     make = {"en": corpus.english, "zh": corpus.chinese, "late": corpus.late_loop}[name]
     return make(size)
 

@@ -7,12 +7,21 @@
 * ``late_loop(n)`` -- ``english`` for the first 80 %, then one fresh
   300-character paragraph repeated verbatim to the end.
 * ``deltas(text, seed)`` -- a chunking with delta sizes uniform over 1..8.
+* ``real_stream(n)`` -- real model output, not generated: the clean records (``"looping":
+  false``) of ``../shared/data/real/bench/*.jsonl`` (ZeroEval generations; field ``text``),
+  files in name order and records in file order, joined by blank lines into one stream and
+  cut at ``n`` code points (12.7M in all: a longer stream repeats the corpus).  The data is
+  read in place, never copied into this repository: it is the ``shared`` repository checked
+  out beside this one (``<parent>/shared`` next to ``<parent>/<this repo>``).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import random
+from functools import lru_cache
+from pathlib import Path
 
 FUNCTION_WORDS = (
     "the of and to a in is that it for was on are as with his they at be this have from or one "
@@ -44,10 +53,17 @@ def _vocabulary(rng: random.Random) -> list[str]:
     return words
 
 
+def _zipf_cum_weights(size: int) -> list[float]:
+    """Cumulative Zipf weights, accumulated once: ``rng.choices(xs, cum_weights=...)`` draws exactly
+    what ``rng.choices(xs, weights)`` does (CPython accumulates the same floats), without the
+    O(vocabulary) pass per draw (``english(10**7)`` in seconds instead of minutes)."""
+    return list(itertools.accumulate(1 / (rank + 1) for rank in range(size)))
+
+
 def english(n: int, seed: int = 1) -> str:
     rng = random.Random(seed)
     words = _vocabulary(rng)
-    weights = [1 / (rank + 1) for rank in range(len(words))]
+    cum = _zipf_cum_weights(len(words))
     names = [w.capitalize() for w in rng.sample(words[300:], 60)]
     out: list[str] = []
     size = 0
@@ -60,7 +76,7 @@ def english(n: int, seed: int = 1) -> str:
         elif roll < 0.07:
             word = str(rng.randint(0, 5000))
         else:
-            word = rng.choices(words, weights)[0]
+            word = rng.choices(words, cum_weights=cum)[0]
         if capital:
             word = word.capitalize()
             capital = False
@@ -82,12 +98,12 @@ def english(n: int, seed: int = 1) -> str:
 def chinese(n: int, seed: int = 2) -> str:
     rng = random.Random(seed)
     chars = [chr(0x4E00 + i * 7) for i in range(3000)]
-    weights = [1 / (rank + 1) for rank in range(len(chars))]
+    cum = _zipf_cum_weights(len(chars))
     out: list[str] = []
     size = 0
     while size < n:
         length = rng.randint(8, 40)
-        out.extend(rng.choices(chars, weights, k=length))
+        out.extend(rng.choices(chars, cum_weights=cum, k=length))
         out.append(rng.choice("，，，。。！？"))
         if rng.random() < 0.1:
             out.append("\n\n")
@@ -117,4 +133,51 @@ def fixed_deltas(text: str, size: int) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
-__all__ = ["english", "chinese", "late_loop", "deltas", "fixed_deltas", "itertools"]
+REAL_BENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "bench"
+REAL_SEPARATOR = "\n\n"
+
+
+class RealDataMissing(FileNotFoundError):
+    """The real-text corpus is not there (``../shared/data`` is not checked out)."""
+
+
+def real_missing_reason(root: Path = REAL_BENCH) -> str:
+    return (f"the real-text corpus needs the clean records of {root}/*.jsonl: the shared data "
+            f"comes from the `shared` repository checked out beside this one "
+            f"(as {root.parents[2]}, next to {Path(__file__).resolve().parents[1]})")
+
+
+def real_available(root: Path = REAL_BENCH) -> bool:
+    return any(root.glob("*.jsonl"))
+
+
+@lru_cache(maxsize=2)
+def real_texts(root: Path = REAL_BENCH) -> tuple[str, ...]:
+    """The ``text`` of every clean record (``"looping": false``; ``true`` and ``null`` are left
+    out) of ``root/*.jsonl``, files in name order, records in file order."""
+    out: list[str] = []
+    for path in sorted(root.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    record = json.loads(line)
+                    if record["looping"] is False:
+                        out.append(record["text"])
+    if not out:
+        raise RealDataMissing(real_missing_reason(root))
+    return tuple(out)
+
+
+@lru_cache(maxsize=8)
+def real_stream(n: int, root: Path = REAL_BENCH) -> str:
+    """``n`` code points of real model output: the clean records joined by ``REAL_SEPARATOR``
+    (a blank line), the whole corpus repeated (same separator) when it is shorter than ``n``."""
+    whole = REAL_SEPARATOR.join(real_texts(root))
+    if len(whole) >= n:
+        return whole[:n]
+    copies = n // (len(whole) + len(REAL_SEPARATOR)) + 1
+    return REAL_SEPARATOR.join(itertools.repeat(whole, copies))[:n]
+
+
+__all__ = ["english", "chinese", "late_loop", "deltas", "fixed_deltas", "real_stream", "real_texts",
+           "real_available", "RealDataMissing", "itertools"]

@@ -33,9 +33,9 @@ def rss() -> int:
         return int(fh.read().split()[1]) * PAGE
 
 
-def measure(name: str, n: int) -> tuple[int, int]:
+def measure(name: str, n: int, channel: str = "text") -> tuple[int, int]:
     """(RSS growth in bytes, ``memory_bytes`` of one channel) for ``n`` channels fed ``name``."""
-    params = TextConfig().stream_params("text")
+    params = TextConfig().stream_params(channel)
     gc.collect()
     before = rss()
     streams = [loopcore.ChannelStream(**params) for _ in range(n)]

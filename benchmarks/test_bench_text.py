@@ -4,17 +4,20 @@ Run: ``pytest benchmarks --benchmark-only --benchmark-disable-gc --benchmark-jso
 then ``python benchmarks/report.py bench.json``.  Every stream is fed to a new
 detector with the profile under test; detectors keep running after a detection
 (sustained cost).  Groups: ``bulk`` (one ``feed`` of the whole stream),
-``delta4`` (4-character deltas), ``flat`` (100k vs 1M characters, compiled).
+``delta4`` (4-character deltas), ``flat`` (the compiled core's cost per code point from 10k to
+10M code points).  Streams: ``en``, ``zh``, ``late`` (seeded, ``corpus.py``) and
+``real`` (real model output: the clean records of ``../shared/data/real/bench``, joined;
+skipped when that checkout is missing).  ``python benchmarks/compare.py`` measures the same
+figures for two commits in one run.
 """
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
+import corpus
 import loopcore
 from conftest import pieces, stream
 from loopguard import TextConfig
@@ -48,7 +51,7 @@ def _measure(benchmark, impl: str, run, *args) -> None:
 
 @needs_core
 @pytest.mark.benchmark(group="bulk")
-@pytest.mark.parametrize("name", ["en", "zh", "late"])
+@pytest.mark.parametrize("name", ["en", "zh", "late", "real"])
 @pytest.mark.parametrize("impl", ["cython", "python"])
 def test_bulk_100k(benchmark, impl: str, name: str) -> None:
     text = stream(name, 100_000)
@@ -66,11 +69,30 @@ def test_delta4_100k(benchmark, impl: str, name: str) -> None:
     _measure(benchmark, impl, _run_deltas, impl, "default", parts)
 
 
+FLAT_SIZES = [10_000, 100_000, 1_000_000, 10_000_000]
+
+
+@needs_core
+@pytest.mark.benchmark(group="flat")
+@pytest.mark.parametrize("size", FLAT_SIZES)
+@pytest.mark.parametrize("name", ["en", "zh", "real"])
+def test_flat_cost_per_char(benchmark, name: str, size: int) -> None:
+    """``default``, one bulk ``feed``: the ns per code point (``report.py``'s ``ns/char``) should
+    not grow with the stream from 10k to 10M code points.  ``real`` is the clean bench records
+    joined (12.7M code points: 10M fit without repeating; were the corpus shorter,
+    ``corpus.real_stream`` would repeat it, so the tail would re-feed text the stream saw
+    millions of code points earlier -- far beyond every look-back window)."""
+    text = stream(name, size)
+    benchmark.extra_info.update(chars=size, impl="cython", stream=name, profile="default")
+    benchmark(_run_bulk, "cython", "default", text)
+
+
 @needs_core
 @pytest.mark.benchmark(group="flat")
 @pytest.mark.parametrize("size", [100_000, 1_000_000])
-@pytest.mark.parametrize("name", ["en", "late"])
-def test_flat_cost_per_char(benchmark, name: str, size: int) -> None:
+def test_flat_cost_per_char_late(benchmark, size: int) -> None:
+    """The same with a verbatim loop over the last 20 % (the detectors keep running)."""
+    name = "late"
     text = stream(name, size)
     benchmark.extra_info.update(chars=size, impl="cython", stream=name, profile="default")
     benchmark(_run_bulk, "cython", "default", text)
@@ -85,24 +107,21 @@ def test_profiles_en_1m(benchmark, profile: str) -> None:
     benchmark(_run_bulk, "cython", profile, text)
 
 
-_BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "bench"
+needs_real = pytest.mark.skipif(not corpus.real_available(), reason=corpus.real_missing_reason())
 
 
 @lru_cache(maxsize=1)
 def real_clean_records(total: int = 1_000_000) -> tuple[str, ...]:
-    """The first clean records of ``../shared/data/real/bench`` (files in name order) until
-    ``total`` code points: real text, one generation per stream (issue 14's cost on real text)."""
+    """The first clean records of ``../shared/data/real/bench`` (``corpus.real_texts``: files in
+    name order) until ``total`` code points: real text, one generation per stream (issue 14's
+    cost on real text)."""
     out: list[str] = []
     n = 0
-    for path in sorted(_BENCH.glob("*.jsonl")):
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                record = json.loads(line)
-                if record["looping"] is False and n < total:
-                    out.append(record["text"])
-                    n += len(record["text"])
-    if not out:
-        raise FileNotFoundError(f"no clean records under {_BENCH} (the shared data is missing)")
+    for text in corpus.real_texts():
+        if n >= total:
+            break
+        out.append(text)
+        n += len(text)
     return tuple(out)
 
 
@@ -117,6 +136,7 @@ def _run_records(profile: str, texts: tuple[str, ...]) -> int:
 
 
 @needs_core
+@needs_real
 @pytest.mark.benchmark(group="profiles-real")
 @pytest.mark.parametrize("profile", ["rescue", "default"])
 def test_profiles_real_1m(benchmark, profile: str) -> None:
@@ -128,6 +148,7 @@ def test_profiles_real_1m(benchmark, profile: str) -> None:
 
 
 @needs_core
+@needs_real
 @pytest.mark.benchmark(group="profiles-real-stream")
 @pytest.mark.parametrize("profile", ["rescue", "default"])
 def test_profiles_real_1m_one_stream(benchmark, profile: str) -> None:
