@@ -190,6 +190,34 @@ REGRESSIONS = {
 }
 
 
+# Runs of code points appended in one piece (the compiled core's block path): sentences
+# ended by ASCII punctuation and CJK stops inside a run, fences and inline code around runs.
+RUNS = {
+    "pool-ascii-punctuation": "".join(
+        f"Let $x^{i % 3} + y = {i % 2}$. Then (a, b) = {{c}}! Check: x_1 <= y? Yes. Wait... " for i in range(60)),
+    "pool-cjk": "好的。继续。我们再算一遍：一二三四五。" * 60 + "结束了。" * 10,
+    "fences-around-runs": ("Intro text with `inline` code and ~tildes~ here. " * 30
+                           + "\n```python\n" + "print('loop forever and ever')\n" * 30 + "```\n"
+                           + "After the fence, the same sentence again. " * 80),
+    "controls-and-blanks": ("alpha\x0bbeta\x1cgamma\tdelta \x00 epsilon. " * 120),
+}
+
+
+@pytest.mark.parametrize("channel", ["text", "reasoning"])
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_parity_runs(name: str, channel: str) -> None:
+    text = RUNS[name]
+    for config in (TextConfig(), TextConfig("rescue"), TextConfig("fuse")):
+        reference = detect(text, config, "python", channel=channel)
+        assert detect(text, config, "cython", channel=channel) == reference
+        assert detect(text, config, "cython", channel=channel, cuts=random_cuts(len(text), 5, mean=37)) == reference
+
+
+def test_the_sentence_fast_path_takes_cjk_ideographs_as_letters() -> None:
+    # the compiled sentence step treats U+4E00..U+9FEF as letters without asking Python
+    assert all(chr(c).isalnum() and not chr(c).isspace() for c in range(0x4E00, 0x9FF0))
+
+
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
 def test_parity_regressions(name: str) -> None:
     config, text = REGRESSIONS[name]

@@ -28,9 +28,9 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 cimport cython
 
-from loopcore._kernels.buffer cimport (Buffer, buf_append, buf_at, buf_bytes, buf_compact, buf_free, buf_init,
-                                       buf_map, buf_push_breakpoint, buf_widen)
-from loopcore._kernels.chars cimport read_char
+from loopcore._kernels.buffer cimport (Buffer, buf_append, buf_at, buf_bytes, buf_compact, buf_extend, buf_free,
+                                       buf_init, buf_map, buf_push_breakpoint, buf_widen, data_max)
+from loopcore._kernels.chars cimport cu_t, read_char
 from loopcore._kernels.common cimport (Arena, Event, K_C, K_E, K_L, K_N, K_P, K_S, K_T, N_KINDS, Params, cp_t,
                                        pow2_at_least)
 from loopcore._kernels.cycle cimport CycleState, cycle_check, cycle_free, cycle_init
@@ -52,6 +52,7 @@ cdef extern from "Python.h":
 
 cdef enum:
     MAX_EVENTS = 24  # >= 3 emits per original character x 7 kinds
+    MIN_RUN = 16  # code points: shorter stretches go one by one
 
 cdef Py_ssize_t GIL_KEPT_BELOW = 64  # deltas up to this many code points run with the GIL held
 
@@ -455,9 +456,24 @@ cdef class ChannelStream:
     # ------------------------------------------------------- per character
     cdef Py_ssize_t _consume(self, const void* data, int kind, Py_ssize_t i,
                              Py_ssize_t end) noexcept nogil:
-        """Process characters from ``i``; stop after one that produced events."""
+        """Process characters from ``i``; stop after one that produced events.
+
+        Runs of at least ``MIN_RUN`` code points that the fences leave as they are (no
+        fence open or pending, no ``` or ``~`` in the run) go to :meth:`_emit_run` in one
+        piece: one copy into the buffer, then each per-character detector over the run."""
         cdef cp_t c
+        cdef Py_ssize_t run
+        cdef FenceState* f = &self.fence
         while i < end:
+            if end - i >= MIN_RUN and (not self.p.skip_code_blocks
+                                       or not (f.pending or f.opening or f.in_code)):
+                run = self._run_length(data, kind, i, end)
+                if run >= MIN_RUN:
+                    self._emit_run(data, kind, i, run)
+                    i += run
+                    if self.nev or self.failed:
+                        break
+                    continue
             c = read_char(kind, data, i)
             i += 1
             self._step(c, self.orig_len)
@@ -465,6 +481,74 @@ cdef class ChannelStream:
             if self.nev or self.failed:
                 break
         return i
+
+    cdef Py_ssize_t _run_length(self, const void* data, int kind, Py_ssize_t i, Py_ssize_t end) noexcept nogil:
+        """How many code points from ``i`` can be appended as one run: up to the next
+        checkpoint, S window or compaction, and before any fence character."""
+        cdef Py_ssize_t run = end - i, j
+        cdef Buffer* b = &self.b
+        cdef cp_t c
+        run = min(run, <Py_ssize_t>(self.next_cp - b.n))
+        if self.ld.next_win >= 0:
+            run = min(run, <Py_ssize_t>(self.ld.next_win - b.n))
+        run = min(run, b.cap - b.blen if b.blen < b.cap else b.cap - b.keep)
+        if self.p.skip_code_blocks:
+            for j in range(run):
+                c = read_char(kind, data, i + j)
+                if c == 96 or c == 126:
+                    return j
+        return run
+
+    cdef void _emit_run(self, const void* data, int kind, Py_ssize_t i, Py_ssize_t run) noexcept nogil:
+        """Append ``run`` code points of ``data`` from ``i`` to ``t`` as :meth:`_emit` would
+        one by one (positions follow each other, so the offset map changes at most once)."""
+        cdef Buffer* b = &self.b
+        cdef int64_t pos = self.orig_len
+        cdef Py_ssize_t idx0, j
+        cdef cp_t c, top
+        cdef const char* src = <const char*>data + i * kind
+        if pos - b.n != b.bp_d[b.bp_len - 1] and not buf_push_breakpoint(b, pos - b.n):
+            self.failed = True
+            return
+        if b.blen == b.cap:
+            if self.p.pool:
+                save_open_sentence(&self.pl, b, b.base + b.blen - b.keep)
+            buf_compact(b)
+        if kind > b.width:
+            top = data_max(src, kind, run)
+            if top > b.wmax:
+                if not buf_widen(b, top):
+                    self.failed = True
+                    return
+                if self.p.pool:
+                    widen_records(&self.pl, b.width)
+                    if self.pl.failed:
+                        self.failed = True
+                        return
+        idx0 = b.blen
+        buf_extend(b, src, kind, run)
+        self.orig_len += run
+        if kind == 1:
+            run_steps(<const uint8_t*>src, run, idx0, b, &self.p, &self.ex, &self.pl, &self.ld)
+        elif kind == 2:
+            run_steps(<const uint16_t*>src, run, idx0, b, &self.p, &self.ex, &self.pl, &self.ld)
+        else:
+            run_steps(<const uint32_t*>src, run, idx0, b, &self.p, &self.ex, &self.pl, &self.ld)
+        if self.p.skip_code_blocks:  # the fences' line start, as the last code point left it
+            j = run
+            while j > 0:
+                j -= 1
+                c = read_char(kind, src, j)
+                if c != 32 and c != 9:
+                    self.fence.line_start = c == 10
+                    break
+        if b.n == self.ld.next_win:
+            self.ld.next_win += self.p.slide_step
+            if not self.ld.s_fired:
+                lowdiv_window(&self.ld, b, b.n)
+        if b.n == self.next_cp:
+            self.next_cp += self.p.check_every
+            self._checkpoint()
 
     cdef inline void _step(self, cp_t c, int64_t pos) noexcept nogil:
         """Fence masking (SPEC §2.6), one original character at a time."""
@@ -556,6 +640,22 @@ cdef class ChannelStream:
                     self.nev += 1
                     self.reported_strong[k] = found[k].strong
             self.holding[k] = holds[k]
+
+
+cdef inline void run_steps(const cu_t* src, Py_ssize_t run, Py_ssize_t idx0, Buffer* b, const Params* p,
+                           ExactState* ex, PoolState* pl, LowdivState* ld) noexcept nogil:
+    """The per-character detectors over a run just appended at buffer index ``idx0``, each
+    over the whole run in turn (they are independent of each other)."""
+    cdef Py_ssize_t j
+    if p.exact_tail:
+        for j in range(run):
+            exact_step(ex, b, src[j], idx0 + j)
+    if p.pool:
+        for j in range(run):
+            sentence_step(pl, b, src[j], b.base + idx0 + j)
+    if p.lowdiv_tail:
+        for j in range(run):
+            lowdiv_count(ld, b, src[j], idx0 + j)
 
 
 cdef class FeedBase:

@@ -33,6 +33,8 @@ cdef bint buf_widen(Buffer* b, cp_t c) noexcept nogil
 cdef void buf_compact(Buffer* b) noexcept nogil
 cdef bint buf_push_breakpoint(Buffer* b, int64_t d) noexcept nogil
 cdef int64_t buf_map(const Buffer* b, int64_t k) noexcept nogil
+cdef cp_t data_max(const void* data, int kind, Py_ssize_t count) noexcept nogil
+cdef void buf_extend(Buffer* b, const void* data, int kind, Py_ssize_t count) noexcept nogil
 
 
 cdef inline cp_t buf_at(const Buffer* b, Py_ssize_t i) noexcept nogil:

@@ -1,11 +1,12 @@
 # cython: language_level=3
 """The masked text's buffer and offset map (see ``buffer.pxd``)."""
 
-from libc.stdint cimport int64_t, uint16_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove
 
-from loopcore._kernels.common cimport cp_t
+from loopcore._kernels.chars cimport cu_t
+from loopcore._kernels.common cimport check, cp_t
 
 
 cdef int buf_init(Buffer* b, Py_ssize_t keep, Py_ssize_t slack) noexcept nogil:
@@ -115,3 +116,58 @@ cdef int64_t buf_map(const Buffer* b, int64_t k) noexcept nogil:
         else:
             hi = mid - 1
     return k + b.bp_d[lo]
+
+
+ctypedef fused cv_t:  # a code unit of the destination (a second fused type: every pair)
+    uint8_t
+    uint16_t
+    uint32_t
+
+
+cdef inline cp_t max_of(const cu_t* src, Py_ssize_t count) noexcept nogil:
+    cdef cp_t m = 0
+    cdef Py_ssize_t i
+    for i in range(count):
+        if src[i] > m:
+            m = src[i]
+    return m
+
+
+cdef cp_t data_max(const void* data, int kind, Py_ssize_t count) noexcept nogil:
+    """The largest code point of ``count`` code points of PEP 393 ``kind`` at ``data``."""
+    if kind == 1:
+        return max_of(<const uint8_t*>data, count)
+    if kind == 2:
+        return max_of(<const uint16_t*>data, count)
+    return max_of(<const uint32_t*>data, count)
+
+
+cdef inline void copy_units(const cu_t* src, cv_t* dst, Py_ssize_t count) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(count):
+        dst[i] = <cv_t>src[i]
+
+
+cdef inline void extend_from(const cu_t* src, Buffer* b, Py_ssize_t count) noexcept nogil:
+    if b.width == 1:
+        copy_units(src, <uint8_t*>b.data + b.blen, count)
+    elif b.width == 2:
+        copy_units(src, <uint16_t*>b.data + b.blen, count)
+    else:
+        copy_units(src, <uint32_t*>b.data + b.blen, count)
+
+
+cdef void buf_extend(Buffer* b, const void* data, int kind, Py_ssize_t count) noexcept nogil:
+    """Append ``count`` code points of PEP 393 ``kind`` at ``data`` (room and width were made
+    by the caller: every one fits)."""
+    check(b.blen + count <= b.cap)
+    if kind == b.width:
+        memcpy(<char*>b.data + b.blen * b.width, data, <size_t>count * kind)
+    elif kind == 1:
+        extend_from(<const uint8_t*>data, b, count)
+    elif kind == 2:
+        extend_from(<const uint16_t*>data, b, count)
+    else:
+        extend_from(<const uint32_t*>data, b, count)
+    b.blen += count
+    b.n += count

@@ -13,7 +13,8 @@ from libc.stdlib cimport free, malloc
 
 from loopcore._kernels.buffer cimport Buffer, buf_at, buf_map, buf_same
 from loopcore._kernels.chars cimport cu_t
-from loopcore._kernels.common cimport Arena, Event, HB, Params, arena_take, check, ipow, pow2_at_least, ring_has
+from loopcore._kernels.common cimport (Arena, Event, HB, SCAN_BLOCK, Params, arena_take, check, ipow, pow2_at_least,
+                                       ring_has)
 
 
 cdef Py_ssize_t cycle_init(CycleState* st, const Params* p, Arena* a) noexcept nogil:
@@ -79,7 +80,7 @@ cdef bint cycle_check(CycleState* st, const Buffer* bf, Event* ev, bint holding)
     cdef int64_t n = bf.n
     cdef Py_ssize_t span = <Py_ssize_t>(n if n < st.p.cycle_scan_chars else st.p.cycle_scan_chars)
     cdef Py_ssize_t top_p = span // st.p.cycle_min_copies, p, need, lim, e0, i, z, l, r
-    cdef Py_ssize_t reach, small, best_len = 0, best_p = 0
+    cdef Py_ssize_t reach, small, best_len = 0, best_p = 0, p0, p1
     cdef uint16_t x
     cdef bint candidate = False
     cdef int32_t* Z = st.zbuf
@@ -99,22 +100,27 @@ cdef bint cycle_check(CycleState* st, const Buffer* bf, Event* ev, bint holding)
             st.held_n = n
             return True
     st.held_p = 0
-    # prefilter: some p whose needed match length holds (one memcmp each)
+    # prefilter: the smallest p whose tag matches and whose needed match length holds (one
+    # memcmp each); the tags are scanned a block of periods at a time (vectorised), and
+    # one by one only inside a block that holds the tag
     x = st.ring[(n - 1) & st.mask]
-    if not ring_has(st.ring, st.mask, n - 1 - top_p, n - st.p.cycle_min_period, x):
-        return False
-    for p in range(st.p.cycle_min_period, top_p + 1):
-        if st.ring[(n - 1 - p) & st.mask] != x:
-            continue
-        lim = st.p.cycle_min_copies * p
-        if lim < st.p.cycle_min_chars:
-            lim = st.p.cycle_min_chars
-        if lim > span:
-            continue
-        need = lim - p
-        if buf_same(bf, e0 - need + 1, e0 - p - need + 1, need):
-            candidate = True
-            break
+    p0 = st.p.cycle_min_period
+    while p0 <= top_p and not candidate:
+        p1 = min(p0 + SCAN_BLOCK, top_p + 1)
+        if ring_has(st.ring, st.mask, n - p1, n - p0, x):
+            for p in range(p0, p1):
+                if st.ring[(n - 1 - p) & st.mask] != x:
+                    continue
+                lim = st.p.cycle_min_copies * p
+                if lim < st.p.cycle_min_chars:
+                    lim = st.p.cycle_min_chars
+                if lim > span:
+                    continue
+                need = lim - p
+                if buf_same(bf, e0 - need + 1, e0 - p - need + 1, need):
+                    candidate = True
+                    break
+        p0 = p1
     if not candidate:
         return False
     if Z == NULL:

@@ -19,8 +19,8 @@ cdef bint exact_check(ExactState* st, const Buffer* bf, Event* ev) noexcept nogi
 
 
 cdef inline void exact_step(ExactState* st, const Buffer* bf, cp_t c, Py_ssize_t idx) noexcept nogil:
-    """Roll E's hash over ``c``, just appended at buffer index ``idx``."""
+    """Roll E's hash over ``c``, appended at buffer index ``idx`` (t offset ``base + idx``)."""
     st.he = st.he * HB + c
-    if bf.n > st.p.window:
+    if bf.base + idx >= st.p.window:
         st.he -= buf_at(bf, idx - st.p.window) * st.he_out
-    st.ring[(bf.n - 1) & st.mask] = <uint16_t>(st.he >> 48)
+    st.ring[(bf.base + idx) & st.mask] = <uint16_t>(st.he >> 48)

@@ -41,7 +41,8 @@ cdef bint lowdiv_sliding(LowdivState* st, const Buffer* bf, Event* ev) noexcept 
 
 
 cdef inline void lowdiv_count(LowdivState* st, const Buffer* bf, cp_t c, Py_ssize_t idx) noexcept nogil:
-    """Keep L's tail counts as t[n-lowdiv_window:n] after ``c`` was appended at buffer index ``idx``."""
+    """Keep L's tail counts as t[n-lowdiv_window:n] after ``c`` was appended at buffer index
+    ``idx`` (``n`` = base + idx + 1)."""
     cdef cp_t out
     if c < 256:
         st.lw_small[c] += 1
@@ -49,7 +50,7 @@ cdef inline void lowdiv_count(LowdivState* st, const Buffer* bf, cp_t c, Py_ssiz
             st.lw_distinct += 1
     else:
         st.lw_big += 1
-    if bf.n > st.p.lowdiv_window:
+    if bf.base + idx >= st.p.lowdiv_window:
         out = buf_at(bf, idx - st.p.lowdiv_window)
         if out < 256:
             st.lw_small[out] -= 1

@@ -66,16 +66,27 @@ cdef inline const char* rec_at(const PoolState* st, Py_ssize_t slot) noexcept no
 cdef inline void sentence_step(PoolState* st, const Buffer* bf, cp_t c, int64_t at) noexcept nogil:
     """Sentence segmentation and line classes (SPEC §2.5), one code point of t at offset ``at``."""
     cdef int lc = st.s_line
-    # fast path: the line class is decided, no terminal pending, an ASCII letter,
-    # digit or blank (most characters of most text)
-    if lc >= LC_NORMAL and not st.s_pending and c < 128:
-        if (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122):
+    # fast path: the line class is decided and no terminal is pending; an ASCII code point
+    # other than the newline, or a CJK ideograph (most code points of most text).  Exactly
+    # the general path below for them: blanks end nothing, anything else extends the
+    # sentence, letters and digits make it count, '.', '!' and '?' may end it.
+    if lc >= LC_NORMAL and not st.s_pending:
+        if c < 128 and c != 10:
+            if c <= 32 and is_space(c):
+                return
+            if st.s_begin < 0:
+                st.s_begin = at
+            st.s_last = at
+            if (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122):
+                st.s_alnum = True
+            elif c == 46 or c == 33 or c == 63:
+                st.s_pending = True
+            return
+        if 0x4E00 <= c <= 0x9FEF:  # CJK unified ideographs (all letters since Unicode 11)
             if st.s_begin < 0:
                 st.s_begin = at
             st.s_last = at
             st.s_alnum = True
-            return
-        if c == 32 or c == 9:
             return
     if c == 10:
         if lc == LC_KEYCOLON:
