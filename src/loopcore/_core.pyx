@@ -505,26 +505,10 @@ cdef class ChannelStream:
         cdef Buffer* b = &self.b
         cdef int64_t pos = self.orig_len
         cdef Py_ssize_t idx0, j
-        cdef cp_t c, top
+        cdef cp_t c
         cdef const char* src = <const char*>data + i * kind
-        if pos - b.n != b.bp_d[b.bp_len - 1] and not buf_push_breakpoint(b, pos - b.n):
-            self.failed = True
+        if not self._make_room(pos, data_max(src, kind, run) if kind > b.width else 0):
             return
-        if b.blen == b.cap:
-            if self.p.pool:
-                save_open_sentence(&self.pl, b, b.base + b.blen - b.keep)
-            buf_compact(b)
-        if kind > b.width:
-            top = data_max(src, kind, run)
-            if top > b.wmax:
-                if not buf_widen(b, top):
-                    self.failed = True
-                    return
-                if self.p.pool:
-                    widen_records(&self.pl, b.width)
-                    if self.pl.failed:
-                        self.failed = True
-                        return
         idx0 = b.blen
         buf_extend(b, src, kind, run)
         self.orig_len += run
@@ -542,13 +526,7 @@ cdef class ChannelStream:
                 if c != 32 and c != 9:
                     self.fence.line_start = c == 10
                     break
-        if b.n == self.ld.next_win:
-            self.ld.next_win += self.p.slide_step
-            if not self.ld.s_fired:
-                lowdiv_window(&self.ld, b, b.n)
-        if b.n == self.next_cp:
-            self.next_cp += self.p.check_every
-            self._checkpoint()
+        self._appended()
 
     cdef inline void _step(self, cp_t c, int64_t pos) noexcept nogil:
         """Fence masking (SPEC §2.6), one original character at a time."""
@@ -574,22 +552,8 @@ cdef class ChannelStream:
         """Append one character to ``t`` and run the per-character detectors."""
         cdef Buffer* b = &self.b
         cdef Py_ssize_t idx
-        if pos - b.n != b.bp_d[b.bp_len - 1] and not buf_push_breakpoint(b, pos - b.n):
-            self.failed = True
+        if not self._make_room(pos, c):
             return
-        if b.blen == b.cap:
-            if self.p.pool:
-                save_open_sentence(&self.pl, b, b.base + b.blen - b.keep)
-            buf_compact(b)
-        if c > b.wmax:
-            if not buf_widen(b, c):
-                self.failed = True
-                return
-            if self.p.pool:
-                widen_records(&self.pl, b.width)
-                if self.pl.failed:
-                    self.failed = True
-                    return
         idx = b.blen
         buf_append(b, c)
         if self.p.exact_tail:
@@ -598,6 +562,34 @@ cdef class ChannelStream:
             sentence_step(&self.pl, b, c, b.n - 1)
         if self.p.lowdiv_tail:
             lowdiv_count(&self.ld, b, c, idx)
+        self._appended()
+
+    cdef inline bint _make_room(self, int64_t pos, cp_t top) noexcept nogil:
+        """Before code points from original offset ``pos`` (the largest ``top``) are appended:
+        the offset map, compaction (the pool keeps an open sentence's text), the width.
+        False when out of memory (``failed`` is set)."""
+        cdef Buffer* b = &self.b
+        if pos - b.n != b.bp_d[b.bp_len - 1] and not buf_push_breakpoint(b, pos - b.n):
+            self.failed = True
+            return False
+        if b.blen == b.cap:
+            if self.p.pool:
+                save_open_sentence(&self.pl, b, b.base + b.blen - b.keep)
+            buf_compact(b)
+        if top > b.wmax:
+            if not buf_widen(b, top):
+                self.failed = True
+                return False
+            if self.p.pool:
+                widen_records(&self.pl, b.width)
+                if self.pl.failed:
+                    self.failed = True
+                    return False
+        return True
+
+    cdef inline void _appended(self) noexcept nogil:
+        """After an append: S's window and the checkpoint, when t reached them."""
+        cdef Buffer* b = &self.b
         if b.n == self.ld.next_win:
             self.ld.next_win += self.p.slide_step
             if not self.ld.s_fired:
