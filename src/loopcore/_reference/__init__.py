@@ -34,17 +34,36 @@ Modules
   :mod:`.near` (N), :mod:`.salad` (T);
 * :mod:`.stream` -- :class:`ChannelStream`: feeding, the checkpoints and the reports.
 
-The names below are those read from outside the package (``loopcore``, the compiled core's
-constants at import, the tests), under the names they had when the reference was one module.
+Every name the reference had when it was one module is imported here under that name: code
+outside the package (``loopcore``, the compiled core reading its constants at import, the tests)
+reads them as ``_reference.NAME``.
 """
 
 from __future__ import annotations
 
-from .chars import _ITEM_MARKERS, _SENTENCE_MARKS, _WIDE_STOPS, KINDS, WHITESPACE, Found, RawDetection
+from .chars import (
+    _CLOSERS,
+    _DIGITS,
+    _GLUE,
+    _HEX,
+    _ITEM_MARKERS,
+    _OPENERS,
+    _QUOTES,
+    _SENTENCE_MARKS,
+    _STRONG_END,
+    _WEAK_END,
+    _WIDE_STOPS,
+    KINDS,
+    WHITESPACE,
+    Found,
+    RawDetection,
+)
 from .cycle import smallest_periods
 from .fences import FENCE_MAX_LINE, FENCE_MIN_CHARS, FENCE_MIN_LETTERS, fence_line_counts
 from .lowdiv import ART_MIN_SYMBOLS, DATA_CHARS, DATA_MIN_DISTINCT, art_run, data_share_exceeds
 from .near import (
+    _HB,
+    _M64,
     NEAR_CANDIDATES,
     NEAR_GAP,
     NEAR_LONG_VOTE,
@@ -67,8 +86,24 @@ from .near import (
     near_tolerance,
     near_walk_back,
 )
-from .pool import MAX_EVIDENCE_PHRASES, _line_is_excluded, split_sentences
-from .records import RECORD_MAX_LINE, _UTC_OFFSET_RE, _first_field, _json_string_item, is_record_line, record_chars
+from .pool import (
+    _KEY_VALUE_RE,
+    _LIST_RE,
+    _QUOTE_RE,
+    _TABLE_RE,
+    MAX_EVIDENCE_PHRASES,
+    _line_is_excluded,
+    split_sentences,
+)
+from .records import (
+    _RECORD_KEY_RE,
+    _UTC_OFFSET_RE,
+    RECORD_MAX_LINE,
+    _first_field,
+    _json_string_item,
+    is_record_line,
+    record_chars,
+)
 from .salad import (
     SALAD_BRACKET_REACH,
     SALAD_GATE,
