@@ -25,6 +25,18 @@ MODULES = [
     "loopguard.integrations.responses",
     "loopguard.integrations.anthropic",
     "loopcore._params",
+    "loopcore._reference.chars",
+    "loopcore._reference.buffer",
+    "loopcore._reference.fences",
+    "loopcore._reference.records",
+    "loopcore._reference.exact",
+    "loopcore._reference.lowdiv",
+    "loopcore._reference.cycle",
+    "loopcore._reference.pool",
+    "loopcore._reference.near",
+    "loopcore._reference.salad",
+    "loopcore._reference.stream",
+    "loopcore._reference.params",
 ]
 
 

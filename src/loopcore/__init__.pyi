@@ -5,7 +5,7 @@ from ._scan import TokenFinder as TokenFinder
 from ._scan import word_lines as word_lines
 
 IMPLEMENTATION: str
-KINDS: tuple[str, str, str, str, str]
+KINDS: tuple[str, str, str, str, str, str, str]
 
 def implementations() -> dict[str, ModuleType]: ...
 def implementation(name: str | None = None) -> ModuleType: ...

@@ -20,7 +20,7 @@ cdef void fence_init(FenceState* st, Py_ssize_t repeat_lines) noexcept nogil:
 cdef bint fence_line_end(FenceState* st) noexcept nogil:
     """A code line ended (its newline), not the closing fence: whether it is the
     ``fence_repeat_lines``-th or later identical counting line in a row, to be emitted with
-    its newline (_reference fences)."""
+    its newline (_reference.fences.Fences.take)."""
     cdef bint counts = (not st.over and st.line_len - st.blank >= FENCE_MIN_CHARS
                         and st.letters >= FENCE_MIN_LETTERS)
     if counts and st.prev_len == st.line_len and \

@@ -96,7 +96,7 @@ cdef void near_catch_up(NearState* st, const Buffer* bf) noexcept nogil:
     st.n_done = bf.n
 
 cdef bint near_recurrence(NearState* st, const Buffer* bf, Event* ev) noexcept nogil:
-    """_reference.ChannelStream._near_recurrence: restarts, copies of varying length."""
+    """_reference.near.NearCycle._near_recurrence: restarts, copies of varying length."""
     cdef int64_t n = bf.n, i, lo, s, e, done, cut = -1, q, lag = 0, base = bf.base, exact = 0
     cdef Py_ssize_t k = st.p.near_ngram, w = st.p.near_recurrence_window, covered = 0
     cdef bint strong = False
@@ -252,12 +252,12 @@ cdef bint near_check(NearState* st, const Buffer* bf, Event* ev) noexcept nogil:
     return held
 
 cdef inline double pending_min(NearState* st, Py_ssize_t p) noexcept nogil:
-    """_reference.ChannelStream._pending_min."""
+    """_reference.near.NearCycle._pending_min."""
     cdef double w = <double>max(2 * p, st.p.near_min_window)
     return max(NEAR_PENDING_KEEP * w, st.p.near_min_coverage * w - <double>st.p.check_every)
 
 cdef bint near_eval(NearState* st, const Buffer* bf, Event* ev) noexcept nogil:
-    """N's periodic check (_reference.ChannelStream._near_periodic): the most frequent
+    """N's periodic check (_reference.near.NearCycle._near_periodic): the most frequent
     nearest lag, then, when its window fails, the most voted other lags."""
     cdef int64_t n = bf.n, i, b0
     cdef Py_ssize_t k = st.p.near_ngram, p, tol, within, r, j, slot, lag
@@ -377,7 +377,7 @@ cdef void near_table_add(NearState* st, Py_ssize_t d) noexcept nogil:
 
 cdef int near_window(NearState* st, const Buffer* bf, Event* ev, Py_ssize_t p, Py_ssize_t tol) noexcept nogil:
     """N's window at period ``p``: coverage by copies one period back, records
-    (_reference.ChannelStream._near_window).
+    (_reference.near.NearCycle._near_window).
     Returns 1 when it fires, 2 when the window is record lines, 0 otherwise."""
     cdef int64_t n = bf.n, hi = bf.n, cut = -1, end = 0
     cdef Py_ssize_t w, covered
@@ -405,7 +405,7 @@ cdef int near_window(NearState* st, const Buffer* bf, Event* ev, Py_ssize_t p, P
 
 cdef Py_ssize_t near_cover(NearState* st, const Buffer* bf, Py_ssize_t p, Py_ssize_t tol, int64_t hi, Py_ssize_t w,
                             int64_t* cut_out, int64_t* end_out, double floor) noexcept nogil:
-    """_reference.ChannelStream._near_cover: the coverage walk over ``[hi - w, hi)``;
+    """_reference.near.NearCycle._near_cover: the coverage walk over ``[hi - w, hi)``;
     returns the covered code points (after the seed costs), sets the cut (the first
     segment of at least 2k; -1: none) and the end (of the last such segment).  It stops
     (cut -1) once ``covered + (hi - done)`` is below ``floor``."""

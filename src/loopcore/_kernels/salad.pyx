@@ -38,7 +38,7 @@ cdef Py_ssize_t salad_init(SaladState* st, const Params* p, DistinctCounter* ds)
 
 
 cdef bint salad_check(SaladState* st, const Buffer* bf, Event* ev) noexcept nogil:
-    """_reference.ChannelStream._salad: a salad of symbols, else of words."""
+    """_reference.salad.Salad.check: a salad of symbols, else of words."""
     if symbol_salad(st, bf, ev):
         return True
     return st.p.salad_max_words != 0 and word_salad(st, bf, ev)
@@ -95,7 +95,7 @@ cdef inline bint item_line(SaladState* st, const Buffer* bf, int64_t start, int6
     return buf_at(bf, <Py_ssize_t>(k + 1 - bf.base)) == 32 or buf_at(bf, <Py_ssize_t>(k + 1 - bf.base)) == 9
 
 cdef bint word_salad(SaladState* st, const Buffer* bf, Event* ev) noexcept nogil:
-    """_reference.ChannelStream._word_salad: random picks from a handful of words."""
+    """_reference.salad.Salad._word_salad: random picks from a handful of words."""
     if bf.width == 1:
         return word_salad_walk(<const uint8_t*>bf.data, st, bf, ev)
     if bf.width == 2:
@@ -103,7 +103,7 @@ cdef bint word_salad(SaladState* st, const Buffer* bf, Event* ev) noexcept nogil
     return word_salad_walk(<const uint32_t*>bf.data, st, bf, ev)
 
 cdef bint symbol_salad(SaladState* st, const Buffer* bf, Event* ev) noexcept nogil:
-    """_reference.ChannelStream._symbol_salad: a window of few symbols and no words."""
+    """_reference.salad.Salad._symbol_salad: a window of few symbols and no words."""
     cdef int64_t n = bf.n, lo, i, cut
     cdef Py_ssize_t w = st.p.salad_window, alnum = 0, space = 0, digits = 0, unique, run = 0
     cdef double max_alnum = st.p.salad_max_alnum * <double>w, max_space = st.p.salad_max_space * <double>w

@@ -4,6 +4,18 @@ At a checkpoint with ``n >= min_chars`` and ``window >= 40``, the tail ``t[n-win
 searched in the ``history`` code points before it, left to right, each occurrence counted
 and the search going on after it (non-overlapping).  E holds when it occurs at least
 ``repeats - 1`` times there.
+
+A 42-code-point sentence repeated: at the checkpoint at 200 the last 40 code points occur 3
+times before them, at 34, 76 and 118; one copy is kept, so the cut is the second:
+
+>>> from loopcore import _params
+>>> from loopcore._reference import ChannelStream
+>>> params = {**_params.defaults(), "exact_tail": True, "min_chars": 0, "window": 40,
+...           "history": 400, "check_every": 100}
+>>> stream = ChannelStream(**params)
+>>> [(kind, start, cut, evidence) for kind, _, start, cut, evidence
+...  in stream.feed("The same forty-odd characters, once more. " * 6)]
+[('exact_tail', 34, 76, {'count': 3})]
 """
 
 from __future__ import annotations
