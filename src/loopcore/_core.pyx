@@ -41,7 +41,7 @@ from loopcore._kernels.lowdiv cimport (LowdivState, lowdiv_count, lowdiv_free, l
                                        lowdiv_tail, lowdiv_window)
 from loopcore._kernels.near cimport NearState, near_check, near_free, near_init
 from loopcore._kernels.pool cimport (PoolState, complete_sentence, pool_bytes, pool_check, pool_free, pool_init,
-                                     rec_at, save_open_sentence, sentence_step, widen_records)
+                                     rec_at, save_open_sentence, sentence_run, sentence_step, widen_records)
 from loopcore._kernels.salad cimport SaladState, salad_check, salad_init
 from loopcore._kernels.table cimport DistinctCounter, ct_free, ct_init
 
@@ -643,8 +643,7 @@ cdef inline void run_steps(const cu_t* src, Py_ssize_t run, Py_ssize_t idx0, Buf
         for j in range(run):
             exact_step(ex, b, src[j], idx0 + j)
     if p.pool:
-        for j in range(run):
-            sentence_step(pl, b, src[j], b.base + idx0 + j)
+        sentence_run(pl, b, src, run, b.base + idx0)
     if p.lowdiv_tail:
         for j in range(run):
             lowdiv_count(ld, b, src[j], idx0 + j)

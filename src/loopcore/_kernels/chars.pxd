@@ -37,10 +37,18 @@ cdef inline bint is_space(cp_t c) noexcept nogil:
     return c == 0x2028 or c == 0x2029 or c == 0x202F or c == 0x205F or c == 0x3000
 
 
+cdef inline bint is_cjk_ideograph(cp_t c) noexcept nogil:
+    """U+4E00..U+9FEF, CJK unified ideographs: all letters (``isalnum``), none a digit
+    (``isdigit``) since Unicode 11 (``tests/test_parity.py`` checks it against this Python)."""
+    return 0x4E00 <= c <= 0x9FEF
+
+
 cdef inline bint is_alnum(cp_t c) noexcept nogil:
     """``str.isalnum`` of one code point."""
     if c < 128:
         return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122)
+    if is_cjk_ideograph(c):
+        return True
     return Py_UNICODE_ISALNUM(<Py_UCS4>c)
 
 

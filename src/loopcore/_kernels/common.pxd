@@ -122,12 +122,34 @@ cdef extern from *:
         return s >= LG_M61 ? s - LG_M61 : s;
     }
     static inline int lg_popcount64(unsigned long long x) { return __builtin_popcountll(x); }
+    /* whether x occurs in a[0:n]: SSE2 (every x86-64) compares 8 tags at a time, 64 per test */
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    static inline int lg_any_equal_u16(const uint16_t* a, Py_ssize_t n, uint16_t x) {
+        Py_ssize_t i = 0;
+        __m128i v = _mm_set1_epi16((short)x);
+        for (; i + 64 <= n; i += 64) {
+            __m128i acc = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i*)(a + i)), v);
+            for (int k = 8; k < 64; k += 8)
+                acc = _mm_or_si128(acc, _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i*)(a + i + k)), v));
+            if (_mm_movemask_epi8(acc)) return 1;
+        }
+        for (; i < n; i++) if (a[i] == x) return 1;
+        return 0;
+    }
+    #else
+    static inline int lg_any_equal_u16(const uint16_t* a, Py_ssize_t n, uint16_t x) {
+        for (Py_ssize_t i = 0; i < n; i++) if (a[i] == x) return 1;
+        return 0;
+    }
+    #endif
     """
     const uint64_t HB "LG_HB"
     const uint64_t NGB "LG_NGB"
     const uint64_t M61 "LG_M61"
     uint64_t mulmod61 "lg_mulmod61"(uint64_t a, uint64_t b) nogil
     int popcount64 "lg_popcount64"(uint64_t x) nogil
+    bint any_equal_u16 "lg_any_equal_u16"(const uint16_t* a, Py_ssize_t n, uint16_t x) nogil
 
 
 cdef inline uint64_t addmod61(uint64_t a, uint64_t b) noexcept nogil:
@@ -165,24 +187,6 @@ cdef inline Py_ssize_t pow2_at_least(Py_ssize_t x) noexcept nogil:
     while r < x:
         r <<= 1
     return r
-
-
-cdef inline bint any_equal_u16(const uint16_t* a, Py_ssize_t n, uint16_t x) noexcept nogil:
-    """Whether ``x`` occurs in ``a[0:n]`` (branch-free blocks so the compiler vectorises)."""
-    cdef Py_ssize_t i = 0, k
-    cdef int acc
-    while i + SCAN_BLOCK <= n:
-        acc = 0
-        for k in range(SCAN_BLOCK):
-            acc |= a[i + k] == x
-        if acc:
-            return True
-        i += SCAN_BLOCK
-    while i < n:
-        if a[i] == x:
-            return True
-        i += 1
-    return False
 
 
 cdef inline bint ring_has(const uint16_t* ring, Py_ssize_t mask, int64_t lo, int64_t hi,

@@ -8,7 +8,7 @@ sentences with ``pool_min_distinct``..``pool_max_distinct`` phrases."""
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from loopcore._kernels.buffer cimport Buffer
-from loopcore._kernels.chars cimport is_alnum, is_space
+from loopcore._kernels.chars cimport cu_t, is_alnum, is_cjk_ideograph, is_space
 from loopcore._kernels.common cimport Arena, Event, Params, cp_t
 
 # line classes (SPEC §2.5); the undecided ones come before LC_NORMAL
@@ -82,7 +82,7 @@ cdef inline void sentence_step(PoolState* st, const Buffer* bf, cp_t c, int64_t 
             elif c == 46 or c == 33 or c == 63:
                 st.s_pending = True
             return
-        if 0x4E00 <= c <= 0x9FEF:  # CJK unified ideographs (all letters since Unicode 11)
+        if is_cjk_ideograph(c):
             if st.s_begin < 0:
                 st.s_begin = at
             st.s_last = at
@@ -150,3 +150,44 @@ cdef inline void sentence_step(PoolState* st, const Buffer* bf, cp_t c, int64_t 
         complete_sentence(st, bf)
     elif c == 46 or c == 33 or c == 63 or c == 0x2026:
         st.s_pending = True
+
+
+cdef inline void sentence_run(PoolState* st, const Buffer* bf, const cu_t* src, Py_ssize_t run,
+                              int64_t at0) noexcept nogil:
+    """:func:`sentence_step` over ``run`` code points of ``src`` at t offsets from ``at0``: the
+    plain ones (what the step's fast path takes, but the terminals '.', '!' and '?') in a
+    tight loop with the open sentence in registers, the others through the step."""
+    cdef Py_ssize_t j = 0
+    cdef int64_t begin, last
+    cdef bint alnum
+    cdef cp_t c
+    while j < run:
+        if st.s_line >= LC_NORMAL and not st.s_pending:
+            begin = st.s_begin
+            last = st.s_last
+            alnum = st.s_alnum
+            while j < run:
+                c = src[j]
+                if c < 128:
+                    if c == 10 or c == 46 or c == 33 or c == 63:
+                        break
+                    if c <= 32 and is_space(c):
+                        j += 1
+                        continue
+                    if (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122):
+                        alnum = True
+                elif is_cjk_ideograph(c):
+                    alnum = True
+                else:
+                    break
+                if begin < 0:
+                    begin = at0 + j
+                last = at0 + j
+                j += 1
+            st.s_begin = begin
+            st.s_last = last
+            st.s_alnum = alnum
+            if j >= run:
+                return
+        sentence_step(st, bf, src[j], at0 + j)
+        j += 1

@@ -7,7 +7,8 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
 
 from loopcore._kernels.buffer cimport Buffer, buf_at, buf_map, buf_same
-from loopcore._kernels.chars cimport (Py_UNICODE_ISALNUM, Py_UNICODE_ISDIGIT, cu_t, is_alnum, is_item_marker,
+from loopcore._kernels.chars cimport (Py_UNICODE_ISALNUM, Py_UNICODE_ISDIGIT, cu_t, is_alnum, is_cjk_ideograph,
+                                      is_item_marker,
                                       is_sentence_mark, is_space, is_wide_stop)
 from loopcore._kernels.common cimport Event, HB, Params, check, cp_t, popcount64
 from loopcore._kernels.table cimport DistinctCounter, distinct
@@ -196,6 +197,8 @@ cdef inline bint word_salad_walk(const cu_t* buf, SaladState* st, const Buffer* 
                     if not ((48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122)):
                         break
                     digit = digit or c <= 57
+                elif is_cjk_ideograph(c):
+                    pass  # a letter, not a digit
                 elif Py_UNICODE_ISALNUM(<Py_UCS4>c):
                     digit = digit or Py_UNICODE_ISDIGIT(<Py_UCS4>c)
                 else:
