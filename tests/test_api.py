@@ -259,7 +259,7 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     profile's 64-code-point phrases), plus N's tables, computed by hand at the defaults
     (near_max_period 4000, tolerance 4000 // 16 = 250, so lim = 4250; window up to 2 x lim):
 
-    * slot chains: pow2(4251) = 8192 x 2 bytes; hash heads: 8192 / 2 x 4 bytes;
+    * slot chains: pow2(4516) = 8192 x 2 bytes; hash heads: 8192 / 8 x 4 bytes;
     * distances per position over that window + lim + 265 + check_every: pow2(13217) = 16384 x 2
       bytes;
     * the block's lag table (the one counting table: an 8-byte key, a 4-byte count and a 4-byte
@@ -281,7 +281,7 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     # 16 more code points for each of the 4 x 30 records (1 byte each at Latin-1, like the buffer)
     # and for the open sentence's saved text (4 bytes each)
     assert rescue.memory_bytes - seed.memory_bytes == 4 * 30 * 16 * 1 + 16 * 4
-    n_tables = 8192 * 2 + 4096 * 4 + 16384 * 2 + 512 * 16
+    n_tables = 8192 * 2 + 1024 * 4 + 16384 * 2 + 512 * 16
     assert stream.memory_bytes - rescue.memory_bytes == n_tables + (16520 - 15001) + 128 * 16
     prose = letters(20_000, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüéèàçñ .,;:!?", 9)
     stream.feed(prose)  # Latin-1 prose: no cycle candidate, N and T need no scratch

@@ -49,8 +49,11 @@ cdef Py_ssize_t near_init(NearState* st, const Params* p, Arena* a) noexcept nog
     size = pow2_at_least(st.n_link + 1)
     st.n_sprev = <uint16_t*>arena_take(a, size * sizeof(uint16_t))
     st.n_smask = size - 1
-    # about one anchor in NEAR_WINNOW positions: half as many slots as positions
-    size = max(256, min(1 << 16, size // 2))
+    # hash heads: an eighth as many slots as positions in the link window (winnowing keeps
+    # about 2 positions in 7, so ~2.3 anchors a slot).  A chain walks every anchor of its slot
+    # back to ``link``, so fewer slots cost longer walks, never other results (12 KiB less than
+    # half as many slots, for ~1 % more work)
+    size = max(256, min(1 << 16, size // 8))
     st.n_head = <uint32_t*>arena_take(a, size * sizeof(uint32_t))
     st.n_hbits = 0
     while (<Py_ssize_t>1 << st.n_hbits) < size:
