@@ -14,8 +14,11 @@ median (they are exact).  ``head/base`` is the ratio of the unrounded values.  T
 worktrees are removed on exit, failures and Ctrl-C included.
 
 ``--long`` adds the 10M-code-point streams; ``--memory`` adds ``memory.py``'s resident set of
-10,000 open channels (a fresh process per text, round and tree; slow); ``--json FILE`` keeps
-every sample.
+10,000 open channels (a fresh process per text, round and tree; slow); ``--instructions`` adds
+the instructions executed per code point inside ``ChannelStream``'s feed of 1M code points of
+each stream, counted by valgrind's callgrind (once per tree: the count does not depend on the
+machine's load, so it shows a change the timings' noise hides); ``--json FILE`` keeps every
+sample.
 """
 
 from __future__ import annotations
@@ -83,6 +86,11 @@ def rows_for(keys: set[str], sizes: tuple[int, ...], channels: int = 10_000) -> 
             rows.append(Row(f"`{kind}.feed`, 4-cp deltas (ns/delta, min)", key, min, lambda x: f"{x:.0f}"))
             rows.append(Row(f"`{kind}.feed`, 4-cp deltas (ns/delta, median)", key, statistics.median,
                             lambda x: f"{x:.0f}"))
+    for name, label in STREAM_LABELS.items():
+        key = f"instructions/{name}"
+        if key in keys:
+            rows.append(Row(f"instructions per code point, one `feed` of 1M, {label} (callgrind)", key, min,
+                            lambda x: f"{x:.1f}"))
     for name, label in BYTES_LABELS.items():
         key = f"bytes/{name}"
         if key in keys:
@@ -225,6 +233,41 @@ def run_measure(tree: Path, args: list[str]) -> dict[str, list[float]]:
     return json.loads(done.stdout)["figures"]
 
 
+#: The function whose inclusive instruction count is taken: the compiled feed path of every
+#: version of the core (``ChannelStream._feed_str``).
+FEED_SYMBOL = "*_feed_str*"
+INSTRUCTION_CHARS = 1_000_000
+
+
+def callgrind_total(text: str) -> int:
+    """The ``totals:`` (or ``summary:``) line of a callgrind output file: instructions counted."""
+    for line in text.splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise CompareError("callgrind wrote no totals line")
+
+
+def instructions_per_cp(tree: Path, stream: Path, tmp: Path, size: int = INSTRUCTION_CHARS) -> float:
+    """Instructions executed inside ``ChannelStream``'s feed of the first ``size`` code points of
+    ``stream``, per code point, under ``tree`` (valgrind's callgrind; about 10 s)."""
+    if shutil.which("valgrind") is None:
+        raise CompareError("--instructions needs valgrind (apt-get install valgrind)")
+    out = tmp / f"callgrind-{tree.name}-{stream.stem}.out"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LOOPCORE_IMPLEMENTATION")}
+    env.update(PYTHONPATH=str(tree / "src"), LOOPCORE_IMPLEMENTATION="cython")
+    done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
+                           f"--toggle-collect={FEED_SYMBOL}", sys.executable, str(MEASURE), "--expect-tree",
+                           str(tree), "--feed-once", str(stream), "--size", str(size)],
+                          env=env, cwd=tree, capture_output=True, text=True)
+    if done.returncode:
+        raise CompareError(f"callgrind on {tree} failed (exit {done.returncode}):\n{done.stderr.strip()[-2000:]}")
+    total = callgrind_total(out.read_text(encoding="utf-8"))
+    if total == 0:
+        raise CompareError(f"no instruction was counted in {FEED_SYMBOL} under {tree}: an older core?")
+    n = min(size, len(stream.read_text(encoding="utf-8")))
+    return total / n
+
+
 def interleave(trees: dict[str, Path], rounds: int) -> Iterator[tuple[int, str, Path]]:
     """base, head, base, head ... ``rounds`` times."""
     for r in range(rounds):
@@ -241,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--long", action="store_true", help="also the 10M-code-point streams")
     ap.add_argument("--memory", action="store_true", help="also the RSS of 10,000 channels (slow)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also the instructions per code point of one feed (valgrind's callgrind)")
     ap.add_argument("--channels", type=int, default=10_000, help=argparse.SUPPRESS)
     ap.add_argument("--delta-reps", type=int, default=5, help="repetitions of the delta stream per round")
     ap.add_argument("--json", type=Path, help="write every sample here")
@@ -288,6 +333,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.memory:
                 for text in RSS_TEXTS:
                     samples[side].append(run_measure(tree, ["--rss", text, "--channels", str(args.channels)]))
+        if args.instructions:
+            for side, tree in sides.items():
+                print(f"callgrind: {side}", file=sys.stderr, flush=True)
+                samples[side].append({f"instructions/{name}": [instructions_per_cp(tree, path, tmp)]
+                                      for name, path in streams.items()})
         merged = {side: merge(rounds) for side, rounds in samples.items()}
         text, _ = table(merged["base"], merged["head"], sizes, names["base"], names["head"], args.channels)
         took = time.monotonic() - started

@@ -22,6 +22,10 @@ timing.  Figures (each a list of samples; ``compare.py`` reduces them over the r
 * ``rss/<text>`` (``--rss``, a fresh process per text) -- ``memory.py``'s method: the resident
   set growth of ``--channels`` open channels, in bytes per channel.
 
+``--feed-once FILE --size N`` feeds the first ``N`` code points of a stream once and prints
+nothing: ``compare.py --instructions`` runs it under callgrind, which counts the instructions
+executed inside ``ChannelStream``'s feed (deterministic, unlike times on a shared machine).
+
 Run by hand: ``PYTHONPATH=src python benchmarks/measure.py --stream en=FILE --sizes 10000``
 prints one round as JSON.
 """
@@ -229,10 +233,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rss", choices=BYTES_TEXTS, help="only the RSS figure of this text")
     ap.add_argument("--channels", type=int, default=10_000)
     ap.add_argument("--expect-tree", help="fail unless loopcore and loopguard come from this tree")
+    ap.add_argument("--feed-once", type=Path, metavar="FILE", help="only feed this stream once (for callgrind)")
+    ap.add_argument("--size", type=int, default=1_000_000, help="with --feed-once: code points fed")
     args = ap.parse_args(argv)
     try:
         channel_class()
         check_tree(args.expect_tree)
+        if args.feed_once:
+            text = args.feed_once.read_text(encoding="utf-8")[:args.size]
+            stream = channel_class()(**params())
+            stream.feed(text)
+            stream.finish()
+            return 0
         if args.rss:
             figures = {f"rss/{args.rss}": [rss_per_channel(args.rss, args.channels)]}
         else:

@@ -210,3 +210,28 @@ def test_one_round_through_a_subprocess(tmp_path: Path) -> None:
     assert 0 < b <= 1.5 * s.memory_bytes and r == 1.0  # the untouched tail of the buffer is not resident
     assert all(math.isfinite(v[3]) for v in values)
     assert "| RSS per channel, 300 channels, `memory.py`'s Latin-1 text |" in text
+
+
+def test_callgrind_totals_are_read() -> None:
+    out = "version: 1\ncreator: callgrind-3.19.0\nevents: Ir\nfl=(1) x.c\nfn=(1) f\n3 12\nsummary: 4500\ntotals: 4500\n"
+    assert compare.callgrind_total(out) == 4500
+    assert compare.callgrind_total("events: Ir\nsummary: 77\n") == 77
+    with pytest.raises(compare.CompareError, match="no totals"):
+        compare.callgrind_total("events: Ir\n")
+
+
+@needs_core
+def test_instructions_per_code_point_are_counted_inside_the_feed_and_repeat_exactly(tmp_path: Path) -> None:
+    """``compare.py --instructions`` on this tree: the count is deterministic (two runs agree to
+    the instruction) and covers the feed's work (an English code point costs tens to hundreds
+    of instructions, not the interpreter's millions); the table shows it with its ratio."""
+    if not list((ROOT / "src" / "loopcore").glob("_core*.so")):
+        pytest.skip("the compiled core is not built in place in src/ (compare.py builds it there)")
+    stream = tmp_path / "en.txt"
+    stream.write_text(corpus.english(6000), encoding="utf-8")
+    first = compare.instructions_per_cp(ROOT, stream, tmp_path, size=5000)
+    second = compare.instructions_per_cp(ROOT, stream, tmp_path, size=5000)
+    assert first == second
+    assert 20 < first < 2000
+    text, values = compare.table({"instructions/en": [first]}, {"instructions/en": [first / 2]}, ())
+    assert values == [("instructions per code point, one `feed` of 1M, English (callgrind)", first, first / 2, 0.5)]
