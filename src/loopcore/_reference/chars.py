@@ -17,7 +17,7 @@ Found = tuple[int, int, dict[str, Any]]
 #: A raw detection: ``(kind, position, start, cut, evidence)``.
 RawDetection = tuple[str, int, int, int, dict[str, Any]]
 
-#: Detection kinds in evaluation order (E, L, S, C, P, N).
+#: Detection kinds in evaluation order (E, L, S, C, P, N, T).
 KINDS = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool", "near_cycle", "salad")
 
 #: Exactly the code points for which ``str.isspace()`` is true.

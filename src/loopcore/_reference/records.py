@@ -19,7 +19,8 @@ import re
 
 from .chars import _DIGITS, _HEX
 
-#: N holds back on record lines longer than this are never records (code points, without the newline).
+#: Lines longer than this are never records (code points, without the newline): N holds back only on
+#: windows made mostly of short structured lines.
 RECORD_MAX_LINE = 200
 
 _RECORD_KEY_RE = re.compile(r"[a-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
