@@ -23,12 +23,12 @@ input and every chunking (the test-suite proves it on fixtures and hypothesis st
 """
 
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset
 cimport cython
 
-from loopcore._kernels.buffer cimport (Buffer, buf_append, buf_at, buf_bytes, buf_compact, buf_extend, buf_free,
+from loopcore._kernels.buffer cimport (Buffer, buf_append, buf_bytes, buf_compact, buf_extend, buf_free,
                                        buf_init, buf_map, buf_push_breakpoint, buf_widen, data_max)
 from loopcore._kernels.chars cimport cu_t, read_char
 from loopcore._kernels.common cimport (Arena, Event, K_C, K_E, K_L, K_N, K_P, K_S, K_T, N_KINDS, Params, cp_t,
@@ -40,7 +40,7 @@ from loopcore._kernels.fences cimport (FENCE_EMIT, FENCE_FLUSH, FENCE_LINE, Fenc
 from loopcore._kernels.lowdiv cimport (LowdivState, lowdiv_count, lowdiv_free, lowdiv_init, lowdiv_sliding,
                                        lowdiv_tail, lowdiv_window)
 from loopcore._kernels.near cimport NearState, near_check, near_free, near_init
-from loopcore._kernels.pool cimport (PoolState, complete_sentence, pool_bytes, pool_check, pool_free, pool_init,
+from loopcore._kernels.pool cimport (PoolState, pool_bytes, pool_check, pool_free, pool_init,
                                      rec_at, save_open_sentence, sentence_run, sentence_step, widen_records)
 from loopcore._kernels.salad cimport SaladState, salad_check, salad_init
 from loopcore._kernels.table cimport DistinctCounter, ct_free, ct_init

@@ -168,7 +168,7 @@ cdef bint pool_check(PoolState* st, const Buffer* bf, Event* ev, bint holding) n
     cdef Py_ssize_t gi, g, covered = 0, distinct = 0, m, j, slot, members, before, k
     cdef int64_t first, rec
     cdef Py_ssize_t phr_groups[MAX_PHR]
-    cdef bint member, seen
+    cdef bint seen
     if st.rec_total < st.p.pool_window:
         return False
     for gi in range(st.grp_nactive):

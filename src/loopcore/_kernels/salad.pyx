@@ -164,7 +164,7 @@ cdef inline bint word_salad_walk(const cu_t* buf, SaladState* st, const Buffer* 
     cdef Py_ssize_t counts[16]
     cdef uint64_t pairs[4]
     cdef uint32_t seen = 0
-    cdef Py_ssize_t ntok = 0, nw = 0, mark = 0, gap = 0, q, k, wid, ln, unique, npairs, b, m
+    cdef Py_ssize_t ntok = 0, nw = 0, mark = 0, gap = 0, q, k, wid, ln, unique, npairs, b
     cdef bint spaced = False, digit, quoted = False, glued
     cdef uint32_t c
     lo = n - SALAD_WORD_WINDOW
