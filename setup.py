@@ -11,7 +11,6 @@ Directives are set once, here.  Environment toggles:
 """
 
 import os
-
 import sys
 
 from Cython.Build import cythonize
@@ -54,7 +53,6 @@ extensions = [
 ]
 
 
-
 class OptionalBuildExt(build_ext):
     """Build ``loopcore._core`` and ``loopcore._scan``; without a working C compiler, warn and
     install the reference.
@@ -66,13 +64,13 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         try:
             super().run()
-        except Exception as exc:  # noqa: BLE001 - any failure means: no compiled core
+        except Exception as exc:
             self._fallback(exc)
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._fallback(exc)
 
     @staticmethod
@@ -93,5 +91,5 @@ setup(
         include_path=["src"],
         compiler_directives=DIRECTIVES,
         annotate=os.environ.get("LOOPCORE_ANNOTATE") == "1",
-    )
+    ),
 )

@@ -34,9 +34,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -84,14 +84,21 @@ def rows_for(keys: set[str], sizes: tuple[int, ...], channels: int = 10_000) -> 
         key = f"delta/{kind}"
         if key in keys:
             rows.append(Row(f"`{kind}.feed`, 4-cp deltas (ns/delta, min)", key, min, lambda x: f"{x:.0f}"))
-            rows.append(Row(f"`{kind}.feed`, 4-cp deltas (ns/delta, median)", key, statistics.median,
-                            lambda x: f"{x:.0f}"))
+            rows.append(
+                Row(f"`{kind}.feed`, 4-cp deltas (ns/delta, median)", key, statistics.median, lambda x: f"{x:.0f}")
+            )
     for name, label in STREAM_LABELS.items():
         key = f"instructions/{name}"
         if key in keys:
-            rows.append(Row(f"instructions per code point, one `feed` of 1M, {label} (callgrind)", key, min,
-                            lambda x: f"{x:.1f}"))
-    for name, label in BYTES_LABELS.items():
+            rows.append(
+                Row(
+                    f"instructions per code point, one `feed` of 1M, {label} (callgrind)",
+                    key,
+                    min,
+                    lambda x: f"{x:.1f}",
+                )
+            )
+    for name in BYTES_LABELS:
         key = f"bytes/{name}"
         if key in keys:
             what = "idle" if name == "idle" else f"after 2,000 cp of {HEALTHY_LABELS[name]}"
@@ -122,9 +129,14 @@ def merge(rounds: list[dict[str, list[float]]]) -> dict[str, list[float]]:
     return out
 
 
-def table(base: dict[str, list[float]], head: dict[str, list[float]], sizes: tuple[int, ...],
-          base_name: str = "base", head_name: str = "head",
-          channels: int = 10_000) -> tuple[str, list[tuple[str, float, float, float]]]:
+def table(
+    base: dict[str, list[float]],
+    head: dict[str, list[float]],
+    sizes: tuple[int, ...],
+    base_name: str = "base",
+    head_name: str = "head",
+    channels: int = 10_000,
+) -> tuple[str, list[tuple[str, float, float, float]]]:
     """The Markdown table and its rows' values ``(label, base, head, head/base)``."""
     keys = set(base) & set(head)
     lines = [f"| figure | {base_name} | {head_name} | head/base |", "|---|---:|---:|---:|"]
@@ -158,8 +170,10 @@ def resolve(rev: str) -> str:
         raise CompareError(f"{rev!r} is not a commit of {ROOT}") from None
     for path in ("setup.py", "src/loopcore/_core.pyx"):
         if subprocess.run(["git", "cat-file", "-e", f"{sha}:{path}"], cwd=ROOT, capture_output=True).returncode:
-            raise CompareError(f"{rev} ({sha[:10]}) has no {path}: it predates the compiled core, "
-                               "compare.py measures trees that build loopcore's Cython extension")
+            raise CompareError(
+                f"{rev} ({sha[:10]}) has no {path}: it predates the compiled core, "
+                "compare.py measures trees that build loopcore's Cython extension"
+            )
     return sha
 
 
@@ -167,8 +181,9 @@ def build(tree: Path) -> float:
     """Build the tree's core in place; seconds taken."""
     start = time.monotonic()
     env = {**os.environ, "LOOPCORE_REQUIRE_EXTENSION": "1"}
-    done = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, env=env, capture_output=True, text=True
+    )
     if done.returncode or not list((tree / "src" / "loopcore").glob("_core*.so")):
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
         raise CompareError(f"building the compiled core in {tree} failed (exit {done.returncode}):\n{tail}")
@@ -226,8 +241,13 @@ def write_streams(tmp: Path, n: int) -> dict[str, Path]:
 def run_measure(tree: Path, args: list[str]) -> dict[str, list[float]]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LOOPCORE_IMPLEMENTATION")}
     env.update(PYTHONPATH=str(tree / "src"), LOOPCORE_IMPLEMENTATION="cython")
-    done = subprocess.run([sys.executable, str(MEASURE), "--expect-tree", str(tree), *args], env=env,
-                          cwd=tree, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(MEASURE), "--expect-tree", str(tree), *args],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise CompareError(f"measuring {tree} failed (exit {done.returncode}):\n{done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout)["figures"]
@@ -255,10 +275,27 @@ def instructions_per_cp(tree: Path, stream: Path, tmp: Path, size: int = INSTRUC
     out = tmp / f"callgrind-{tree.name}-{stream.stem}.out"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LOOPCORE_IMPLEMENTATION")}
     env.update(PYTHONPATH=str(tree / "src"), LOOPCORE_IMPLEMENTATION="cython")
-    done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
-                           f"--toggle-collect={FEED_SYMBOL}", sys.executable, str(MEASURE), "--expect-tree",
-                           str(tree), "--feed-once", str(stream), "--size", str(size)],
-                          env=env, cwd=tree, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            "--collect-atstart=no",
+            f"--toggle-collect={FEED_SYMBOL}",
+            sys.executable,
+            str(MEASURE),
+            "--expect-tree",
+            str(tree),
+            "--feed-once",
+            str(stream),
+            "--size",
+            str(size),
+        ],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise CompareError(f"callgrind on {tree} failed (exit {done.returncode}):\n{done.stderr.strip()[-2000:]}")
     total = callgrind_total(out.read_text(encoding="utf-8"))
@@ -284,8 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--long", action="store_true", help="also the 10M-code-point streams")
     ap.add_argument("--memory", action="store_true", help="also the RSS of 10,000 channels (slow)")
-    ap.add_argument("--instructions", action="store_true",
-                    help="also the instructions per code point of one feed (valgrind's callgrind)")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also the instructions per code point of one feed (valgrind's callgrind)",
+    )
     ap.add_argument("--channels", type=int, default=10_000, help=argparse.SUPPRESS)
     ap.add_argument("--delta-reps", type=int, default=5, help="repetitions of the delta stream per round")
     ap.add_argument("--json", type=Path, help="write every sample here")
@@ -314,8 +354,10 @@ def main(argv: list[str] | None = None) -> int:
             sides["head"] = ROOT
             dirty = git("status", "--porcelain", "--untracked-files=no")
             names["head"] = f"head `{git('rev-parse', 'HEAD')[:10]}`" + ("+" if dirty else "")
-            commits.append(f"- head: the worktree {ROOT} at {describe('HEAD')}"
-                           + (" plus uncommitted changes" if dirty else " (clean)"))
+            commits.append(
+                f"- head: the worktree {ROOT} at {describe('HEAD')}"
+                + (" plus uncommitted changes" if dirty else " (clean)")
+            )
         for side, tree in sides.items():
             print(f"building the {side} core in {tree} ...", file=sys.stderr, flush=True)
             print(f"  {build(tree):.0f} s", file=sys.stderr, flush=True)
@@ -336,24 +378,30 @@ def main(argv: list[str] | None = None) -> int:
         if args.instructions:
             for side, tree in sides.items():
                 print(f"callgrind: {side}", file=sys.stderr, flush=True)
-                samples[side].append({f"instructions/{name}": [instructions_per_cp(tree, path, tmp)]
-                                      for name, path in streams.items()})
+                samples[side].append(
+                    {f"instructions/{name}": [instructions_per_cp(tree, path, tmp)] for name, path in streams.items()}
+                )
         merged = {side: merge(rounds) for side, rounds in samples.items()}
         text, _ = table(merged["base"], merged["head"], sizes, names["base"], names["head"], args.channels)
         took = time.monotonic() - started
         if args.json:
-            args.json.write_text(json.dumps({"commits": commits, "machine": machine(), "seconds": took,
-                                             "samples": merged}, indent=1))
+            args.json.write_text(
+                json.dumps({"commits": commits, "machine": machine(), "seconds": took, "samples": merged}, indent=1)
+            )
         print("\n".join(commits))
         print(f"- machine: {machine()}")
         rounds = f"{args.rounds} round{'s' if args.rounds > 1 else ''}"
-        print(f"- default profile, `stream_params(\"reasoning\")`, compiled core, CPU time (`time.process_time`); "
-              f"{rounds}, base and head alternately, a fresh process each; {took:.0f} s in all")
+        print(
+            f'- default profile, `stream_params("reasoning")`, compiled core, CPU time (`time.process_time`); '
+            f"{rounds}, base and head alternately, a fresh process each; {took:.0f} s in all"
+        )
         print()
         print(text)
         print()
-        print("head/base: above 1 is faster for M cp/s, slower for ns/delta, larger for sizes. "
-              "bulk: one `feed` of the whole stream + `finish`; deltas: 1M cp of the English stream.")
+        print(
+            "head/base: above 1 is faster for M cp/s, slower for ns/delta, larger for sizes. "
+            "bulk: one `feed` of the whole stream + `finish`; deltas: 1M cp of the English stream."
+        )
         return 0
     except CompareError as exc:
         print(f"compare.py: {exc}", file=sys.stderr)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import corpus  # noqa: E402
+import corpus
 
 
-@lru_cache(maxsize=None)
+@cache
 def stream(name: str, size: int) -> str:
     """``size`` code points of ``en``, ``zh``, ``late`` (seeded) or ``real`` (``corpus.real_stream``:
     skips the test when ``../shared/data`` is not checked out)."""
@@ -25,6 +25,6 @@ def stream(name: str, size: int) -> str:
     return make(size)
 
 
-@lru_cache(maxsize=None)
+@cache
 def pieces(name: str, size: int, delta: int) -> tuple[str, ...]:
     return tuple(corpus.fixed_deltas(stream(name, size), delta))

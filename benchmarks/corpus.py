@@ -41,8 +41,32 @@ FUNCTION_WORDS = (
     "began grow took river four carry state once book hear stop without second later miss idea enough "
     "eat face watch far really almost let above girl sometimes mountain cut young talk soon list song"
 ).split()
-SYLLABLES = ("ka", "lo", "mi", "ten", "dra", "vel", "os", "qua", "rin", "sto", "ph", "ex",
-             "zu", "bri", "an", "cor", "ly", "ith", "wen", "gar", "tus", "ne", "pol", "if")
+SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ten",
+    "dra",
+    "vel",
+    "os",
+    "qua",
+    "rin",
+    "sto",
+    "ph",
+    "ex",
+    "zu",
+    "bri",
+    "an",
+    "cor",
+    "ly",
+    "ith",
+    "wen",
+    "gar",
+    "tus",
+    "ne",
+    "pol",
+    "if",
+)
 PUNCT = (", ", "; ", ": ", " (", ") ", ' "', '" ', " '", " - ")
 
 
@@ -124,13 +148,13 @@ def deltas(text: str, seed: int = 4, low: int = 1, high: int = 8) -> list[str]:
     i = 0
     while i < len(text):
         k = rng.randint(low, high)
-        out.append(text[i:i + k])
+        out.append(text[i : i + k])
         i += k
     return out
 
 
 def fixed_deltas(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 REAL_BENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "bench"
@@ -142,9 +166,11 @@ class RealDataMissing(FileNotFoundError):
 
 
 def real_missing_reason(root: Path = REAL_BENCH) -> str:
-    return (f"the real-text corpus needs the clean records of {root}/*.jsonl: the shared data "
-            f"comes from the `shared` repository checked out beside this one "
-            f"(as {root.parents[2]}, next to {Path(__file__).resolve().parents[1]})")
+    return (
+        f"the real-text corpus needs the clean records of {root}/*.jsonl: the shared data "
+        f"comes from the `shared` repository checked out beside this one "
+        f"(as {root.parents[2]}, next to {Path(__file__).resolve().parents[1]})"
+    )
 
 
 def real_available(root: Path = REAL_BENCH) -> bool:
@@ -179,5 +205,15 @@ def real_stream(n: int, root: Path = REAL_BENCH) -> str:
     return REAL_SEPARATOR.join(itertools.repeat(whole, copies))[:n]
 
 
-__all__ = ["english", "chinese", "late_loop", "deltas", "fixed_deltas", "real_stream", "real_texts",
-           "real_available", "RealDataMissing", "itertools"]
+__all__ = [
+    "english",
+    "chinese",
+    "late_loop",
+    "deltas",
+    "fixed_deltas",
+    "real_stream",
+    "real_texts",
+    "real_available",
+    "RealDataMissing",
+    "itertools",
+]

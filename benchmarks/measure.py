@@ -37,12 +37,13 @@ import gc
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import corpus  # noqa: E402  (pure Python: the healthy texts)
+import corpus
 
 try:  # a tree without the compiled core or this API: a clear error from main(), not a traceback
     import loopcore  # with LOOPCORE_IMPLEMENTATION=cython (compare.py sets it): fails when not built
@@ -69,8 +70,10 @@ class TreeError(RuntimeError):
 def channel_class() -> type:
     """The compiled ``ChannelStream``; a clear error when this tree has none."""
     if _IMPORT_ERROR is not None:
-        raise TreeError(f"this tree's loopcore/loopguard cannot be used (a compiled core, loopcore.implementation, "
-                        f"TextConfig, TextLoopDetector): {_IMPORT_ERROR}")
+        raise TreeError(
+            f"this tree's loopcore/loopguard cannot be used (a compiled core, loopcore.implementation, "
+            f"TextConfig, TextLoopDetector): {_IMPORT_ERROR}"
+        )
     try:
         compiled = loopcore.implementation("cython")
     except Exception as exc:  # ImportError, or an older loopcore without implementation()
@@ -107,7 +110,7 @@ def bulk_seconds(text: str, *, min_time: float = 0.25, max_reps: int = 200) -> l
     out: list[float] = []
     while not out or (sum(out) < min_time and len(out) < max_reps):
         s = cls(**kw)
-        out.append(_cpu(lambda: (s.feed(text), s.finish())))
+        out.append(_cpu(lambda s=s: (s.feed(text), s.finish())))
     return out
 
 
@@ -161,7 +164,7 @@ def bytes_text(name: str) -> str:
     en = corpus.english(BYTES_CHARS)
     if name == "emoji":  # one astral code point widens the buffers to 4 bytes per code point
         half = BYTES_CHARS // 2
-        return en[:half] + "\U0001F680" + en[half:BYTES_CHARS - 1]
+        return en[:half] + "\U0001f680" + en[half : BYTES_CHARS - 1]
     assert name == "latin-1", name
     return en
 
@@ -184,8 +187,14 @@ def rss_per_channel(name: str, channels: int) -> float:
     return grown / channels
 
 
-def one_round(streams: dict[str, str], sizes: tuple[int, ...] = SIZES, *, delta_chars: int = DELTA_CHARS,
-              delta_reps: int = 5, min_time: float = 0.25) -> dict[str, list[float]]:
+def one_round(
+    streams: dict[str, str],
+    sizes: tuple[int, ...] = SIZES,
+    *,
+    delta_chars: int = DELTA_CHARS,
+    delta_reps: int = 5,
+    min_time: float = 0.25,
+) -> dict[str, list[float]]:
     """Every figure but RSS once: ``streams`` maps a name (``en``, ``zh``, ``real``) to a stream at
     least ``max(sizes)`` long (shorter ones are measured at their length); the delta figures use
     the first ``delta_chars`` of ``streams["en"]``."""
@@ -194,7 +203,7 @@ def one_round(streams: dict[str, str], sizes: tuple[int, ...] = SIZES, *, delta_
         for n in sizes:
             out[f"bulk/{name}/{n}"] = [bulk_rate(text[:n], min_time=min_time)]
     if "en" in streams:
-        parts = [streams["en"][i:i + DELTA] for i in range(0, min(delta_chars, len(streams["en"])), DELTA)]
+        parts = [streams["en"][i : i + DELTA] for i in range(0, min(delta_chars, len(streams["en"])), DELTA)]
         for kind in ("ChannelStream", "TextLoopDetector"):
             out[f"delta/{kind}"] = delta_ns(kind, parts, delta_reps)
     for name in BYTES_TEXTS:
@@ -205,8 +214,11 @@ def one_round(streams: dict[str, str], sizes: tuple[int, ...] = SIZES, *, delta_
 
 
 def tree_info() -> dict[str, str]:
-    return {"loopcore": str(Path(loopcore.__file__).resolve().parent), "implementation": loopcore.IMPLEMENTATION,
-            "python": sys.version.split()[0]}
+    return {
+        "loopcore": str(Path(loopcore.__file__).resolve().parent),
+        "implementation": loopcore.IMPLEMENTATION,
+        "python": sys.version.split()[0],
+    }
 
 
 def check_tree(tree: str | None) -> None:
@@ -224,8 +236,13 @@ def check_tree(tree: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--stream", action="append", default=[], metavar="NAME=FILE",
-                    help="a UTF-8 stream file (written by compare.py), repeatable")
+    ap.add_argument(
+        "--stream",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a UTF-8 stream file (written by compare.py), repeatable",
+    )
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated code point counts")
     ap.add_argument("--delta-chars", type=int, default=DELTA_CHARS)
     ap.add_argument("--delta-reps", type=int, default=5)
@@ -240,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         channel_class()
         check_tree(args.expect_tree)
         if args.feed_once:
-            text = args.feed_once.read_text(encoding="utf-8")[:args.size]
+            text = args.feed_once.read_text(encoding="utf-8")[: args.size]
             stream = channel_class()(**params())
             stream.feed(text)
             stream.finish()
@@ -253,8 +270,9 @@ def main(argv: list[str] | None = None) -> int:
                 name, _, path = spec.partition("=")
                 streams[name] = Path(path).read_text(encoding="utf-8")
             sizes = tuple(int(x) for x in args.sizes.split(",") if x)
-            figures = one_round(streams, sizes, delta_chars=args.delta_chars, delta_reps=args.delta_reps,
-                                min_time=args.min_time)
+            figures = one_round(
+                streams, sizes, delta_chars=args.delta_chars, delta_reps=args.delta_reps, min_time=args.min_time
+            )
     except TreeError as exc:
         print(f"measure.py: {exc}", file=sys.stderr)
         return 3

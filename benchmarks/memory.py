@@ -56,8 +56,12 @@ def main() -> None:
     print("| text | RSS growth | per channel | memory_bytes |")
     print("|---|---:|---:|---:|")
     for name in TEXTS:
-        out = subprocess.run([sys.executable, __file__, "--channels", str(args.channels), "--one", name],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, __file__, "--channels", str(args.channels), "--one", name],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         grown, size = int(out[0]), int(out[1])
         print(f"| {name} | {grown / 2**20:.0f} MiB | {grown / args.channels / 1024:.1f} KiB | {size / 1024:.1f} KiB |")
 

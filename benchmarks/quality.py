@@ -67,17 +67,17 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import corpus  # noqa: E402
-
-import loopguard  # noqa: E402
-from loopguard.evaluate import classify_text  # noqa: E402
+import corpus
+import loopguard
+from loopguard.evaluate import classify_text
 
 MIN_CHARS = 2000
 MAX_CHARS = 12000
@@ -280,10 +280,10 @@ def _py_statement(rng: random.Random, fn: str, args: list[str], var: str) -> str
     k = rng.randint(0, 9999)
     templates = [
         f"    {var} = {a}.get({_ident(rng, 1)!r}, {k})\n",
-        f"    if {a} is None:\n        raise ValueError(\"{fn}: {a} is required\")\n",
+        f'    if {a} is None:\n        raise ValueError("{fn}: {a} is required")\n',
         f"    for item in {a}:\n        {var} += item * {k}\n",
         f"    {var} = [x for x in {a} if x > {k}]\n",
-        f"    logger.debug(\"{_words(rng, 2, 6)} %s\", {var})\n",
+        f'    logger.debug("{_words(rng, 2, 6)} %s", {var})\n',
         f"    # {_words(rng, 3, 12)}\n",
         f"    {var} = {var} + {a} if {var} else {k}\n",
         f"    self.{_ident(rng)} = {a}\n" if rng.random() < 0.3 else f"    {var} = {k} * len({a})\n",
@@ -301,19 +301,26 @@ def _py_piece(rng: random.Random) -> str:
         )
     if roll < 0.35:
         cls = _camel(rng)
-        fields = "".join(f"    {_ident(rng)}: {rng.choice(['int', 'str', 'float', 'bool'])} = {rng.randint(0, 99)}\n"
-                         for _ in range(rng.randint(2, 6)))
-        return f"@dataclass\nclass {cls}:\n    \"\"\"{_words(rng, 4, 10).capitalize()}.\"\"\"\n\n{fields}\n\n"
+        fields = "".join(
+            f"    {_ident(rng)}: {rng.choice(['int', 'str', 'float', 'bool'])} = {rng.randint(0, 99)}\n"
+            for _ in range(rng.randint(2, 6))
+        )
+        return f'@dataclass\nclass {cls}:\n    """{_words(rng, 4, 10).capitalize()}."""\n\n{fields}\n\n'
     args = [_ident(rng, 1) for _ in range(rng.randint(1, 3))]
     var = _ident(rng, 1)
     body = "".join(_py_statement(rng, fn, args, var) for _ in range(rng.randint(2, 8)))
     sig = ", ".join(f"{a}: {rng.choice(['int', 'str', 'list[int]', 'Any'])}" for a in args)
-    return f"def {fn}({sig}) -> Any:\n    \"\"\"{_words(rng, 4, 12).capitalize()}.\"\"\"\n    {var} = 0\n{body}    return {var}\n\n\n"
+    return f'def {fn}({sig}) -> Any:\n    """{_words(rng, 4, 12).capitalize()}."""\n    {var} = 0\n{body}    return {var}\n\n\n'
 
 
 def gen_code_python(rng: random.Random, n: int, seed: int) -> str:
-    return _fill(rng, n, "from __future__ import annotations\n\nimport logging\nfrom typing import Any\n\n"
-                 "logger = logging.getLogger(__name__)\n\n\n", _py_piece)
+    return _fill(
+        rng,
+        n,
+        "from __future__ import annotations\n\nimport logging\nfrom typing import Any\n\n"
+        "logger = logging.getLogger(__name__)\n\n\n",
+        _py_piece,
+    )
 
 
 def _go_piece(rng: random.Random) -> str:
@@ -321,28 +328,36 @@ def _go_piece(rng: random.Random) -> str:
     fn = _camel(rng)
     if roll < 0.3:  # table-driven test
         rows = "".join(
-            f"\t\t{{name: \"{_ident(rng)}\", in: {rng.randint(0, 9999)}, want: {rng.randint(0, 99999)}}},\n"
+            f'\t\t{{name: "{_ident(rng)}", in: {rng.randint(0, 9999)}, want: {rng.randint(0, 99999)}}},\n'
             for _ in range(rng.randint(3, 12))
         )
-        return (f"func Test{fn}(t *testing.T) {{\n\ttests := []struct {{\n\t\tname string\n\t\tin   int\n\t\twant int\n"
-                f"\t}}{{\n{rows}\t}}\n\tfor _, tt := range tests {{\n\t\tif got := {fn}(tt.in); got != tt.want {{\n"
-                f"\t\t\tt.Errorf(\"{fn}(%d) = %d, want %d\", tt.in, got, tt.want)\n\t\t}}\n\t}}\n}}\n\n")
+        return (
+            f"func Test{fn}(t *testing.T) {{\n\ttests := []struct {{\n\t\tname string\n\t\tin   int\n\t\twant int\n"
+            f"\t}}{{\n{rows}\t}}\n\tfor _, tt := range tests {{\n\t\tif got := {fn}(tt.in); got != tt.want {{\n"
+            f'\t\t\tt.Errorf("{fn}(%d) = %d, want %d", tt.in, got, tt.want)\n\t\t}}\n\t}}\n}}\n\n'
+        )
     if roll < 0.45:  # switch with near-identical arms
-        arms = "".join(f"\tcase strings.HasPrefix(s, \"{_ident(rng, 1)}\"):\n\t\treturn {rng.randint(0, 999)}\n"
-                       for _ in range(rng.randint(3, 8)))
+        arms = "".join(
+            f'\tcase strings.HasPrefix(s, "{_ident(rng, 1)}"):\n\t\treturn {rng.randint(0, 999)}\n'
+            for _ in range(rng.randint(3, 8))
+        )
         return f"func {fn}(s string) int {{\n\tswitch {{\n{arms}\t}}\n\treturn -1\n}}\n\n"
     steps = []
     for _ in range(rng.randint(2, 5)):  # the err-check block recurs verbatim apart from the call
         v = _ident(rng, 1)
-        steps.append(f"\t{v}, err := {_camel(rng)}(ctx, {rng.randint(0, 999)})\n"
-                     f"\tif err != nil {{\n\t\treturn nil, fmt.Errorf(\"{fn}: %w\", err)\n\t}}\n"
-                     f"\tout.{_camel(rng)} = {v}\n")
-    return (f"// {fn} {_words(rng, 3, 10)}.\nfunc {fn}(ctx context.Context) (*{_camel(rng)}, error) {{\n"
-            f"\tout := &{_camel(rng)}{{}}\n{''.join(steps)}\treturn out, nil\n}}\n\n")
+        steps.append(
+            f"\t{v}, err := {_camel(rng)}(ctx, {rng.randint(0, 999)})\n"
+            f'\tif err != nil {{\n\t\treturn nil, fmt.Errorf("{fn}: %w", err)\n\t}}\n'
+            f"\tout.{_camel(rng)} = {v}\n"
+        )
+    return (
+        f"// {fn} {_words(rng, 3, 10)}.\nfunc {fn}(ctx context.Context) (*{_camel(rng)}, error) {{\n"
+        f"\tout := &{_camel(rng)}{{}}\n{''.join(steps)}\treturn out, nil\n}}\n\n"
+    )
 
 
 def gen_code_go(rng: random.Random, n: int, seed: int) -> str:
-    return _fill(rng, n, "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"strings\"\n\t\"testing\"\n)\n\n", _go_piece)
+    return _fill(rng, n, 'package main\n\nimport (\n\t"context"\n\t"fmt"\n\t"strings"\n\t"testing"\n)\n\n', _go_piece)
 
 
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-south-1")
@@ -359,8 +374,10 @@ def gen_md_table(rng: random.Random, n: int, seed: int) -> str:
             for _ in range(r.randint(4, 30))
         )
         intro = _slice(prose, r.randint(80, 400), r).strip()
-        return (f"## {_words(r, 2, 5).title()}\n\n{intro}\n\n| Service | Region | Status | Latency (ms) | Owner | Load |\n"
-                f"|---|---|---|---:|---|---:|\n{rows}\n")
+        return (
+            f"## {_words(r, 2, 5).title()}\n\n{intro}\n\n| Service | Region | Status | Latency (ms) | Owner | Load |\n"
+            f"|---|---|---|---:|---|---:|\n{rows}\n"
+        )
 
     return _fill(rng, n, "", table)
 
@@ -371,9 +388,11 @@ def gen_csv(rng: random.Random, n: int, seed: int) -> str:
     def row(r: random.Random) -> str:
         state["id"] += r.randint(1, 7)
         state["day"] += r.random() < 0.1
-        return (f"{state['id']},2024-{1 + state['day'] // 28 % 12:02d}-{1 + state['day'] % 28:02d},{_ident(r, 1)},"
-                f"{r.uniform(0, 5000):.2f},{r.choice(['EUR', 'USD', 'USD', 'GBP'])},"
-                f"{r.choice(['paid', 'paid', 'paid', 'refunded', 'pending'])},{r.choice(['DE', 'US', 'FR', 'JP', 'BR'])}\n")
+        return (
+            f"{state['id']},2024-{1 + state['day'] // 28 % 12:02d}-{1 + state['day'] % 28:02d},{_ident(r, 1)},"
+            f"{r.uniform(0, 5000):.2f},{r.choice(['EUR', 'USD', 'USD', 'GBP'])},"
+            f"{r.choice(['paid', 'paid', 'paid', 'refunded', 'pending'])},{r.choice(['DE', 'US', 'FR', 'JP', 'BR'])}\n"
+        )
 
     return _fill(rng, n, "id,date,customer,amount,currency,status,country\n", row)
 
@@ -385,31 +404,37 @@ def gen_log(rng: random.Random, n: int, seed: int) -> str:
         state["ms"] += r.randint(1, 4000)
         t = state["ms"]
         ts = f"2024-06-11T{t // 3_600_000 % 24:02d}:{t // 60_000 % 60:02d}:{t // 1000 % 60:02d}.{t % 1000:03d}Z"
-        msg = r.choice([
-            f"GET /api/v1/{_ident(r, 1)}/{r.randint(1, 99999)} {r.choice([200, 200, 200, 404, 500])} {r.randint(1, 900)}ms",
-            "health check ok",
-            "health check ok",
-            f"cache hit ratio={r.random():.3f} size={r.randint(100, 99999)}",
-            f"retrying connection to db-{r.randint(0, 3)} (attempt {r.randint(1, 5)}/5)",
-            f"user {r.randint(1000, 99999)} logged in from 10.0.{r.randint(0, 255)}.{r.randint(0, 255)}",
-            f"job {_ident(r)} finished in {r.uniform(0, 60):.2f}s",
-        ])
+        msg = r.choice(
+            [
+                f"GET /api/v1/{_ident(r, 1)}/{r.randint(1, 99999)} {r.choice([200, 200, 200, 404, 500])} {r.randint(1, 900)}ms",
+                "health check ok",
+                "health check ok",
+                f"cache hit ratio={r.random():.3f} size={r.randint(100, 99999)}",
+                f"retrying connection to db-{r.randint(0, 3)} (attempt {r.randint(1, 5)}/5)",
+                f"user {r.randint(1000, 99999)} logged in from 10.0.{r.randint(0, 255)}.{r.randint(0, 255)}",
+                f"job {_ident(r)} finished in {r.uniform(0, 60):.2f}s",
+            ]
+        )
         level = "ERROR" if "500" in msg else r.choice(["INFO", "INFO", "INFO", "DEBUG", "WARN"])
         return f"{ts} {level:<5} [worker-{r.randint(0, 7)}] {msg}\n"
 
     return _fill(rng, n, "", line)
 
 
-RELABEL = ("    relabel_configs:\n      - source_labels: [__address__]\n        target_label: instance\n"
-           "        regex: '([^:]+):\\d+'\n        replacement: '${1}'\n")
+RELABEL = (
+    "    relabel_configs:\n      - source_labels: [__address__]\n        target_label: instance\n"
+    "        regex: '([^:]+):\\d+'\n        replacement: '${1}'\n"
+)
 
 
 def gen_yaml(rng: random.Random, n: int, seed: int) -> str:
     def job(r: random.Random) -> str:
         name = _ident(r)
-        return (f"  - job_name: {name}\n    scrape_interval: {r.choice([15, 30, 60])}s\n    static_configs:\n"
-                f"      - targets: ['{name.replace('_', '-')}:{r.randint(1024, 65535)}']\n        labels:\n"
-                f"          team: {_ident(r, 1)}\n          tier: {r.choice(['frontend', 'backend', 'data'])}\n{RELABEL}")
+        return (
+            f"  - job_name: {name}\n    scrape_interval: {r.choice([15, 30, 60])}s\n    static_configs:\n"
+            f"      - targets: ['{name.replace('_', '-')}:{r.randint(1024, 65535)}']\n        labels:\n"
+            f"          team: {_ident(r, 1)}\n          tier: {r.choice(['frontend', 'backend', 'data'])}\n{RELABEL}"
+        )
 
     return _fill(rng, n, "global:\n  scrape_interval: 30s\nscrape_configs:\n", job)
 
@@ -451,14 +476,16 @@ def gen_numbered_list(rng: random.Random, n: int, seed: int) -> str:
             head = f"\n### Phase {state['phase']}: {_words(r, 2, 4)}\n\n"
         state["i"] += 1
         host = f"{_ident(r, 1)}-{r.randint(1, 99):02d}"
-        body = r.choice([
-            f"Run `kubectl rollout status deployment/{_ident(r)} -n {_ident(r, 1)}` and wait until it reports success.",
-            f"Log in to `{host}` and confirm that the service responds on port {r.randint(1024, 65535)}.",
-            f"Copy the backup of `{_ident(r)}.db` to `/srv/backup/{host}/` and verify its checksum.",
-            f"Open the dashboard for `{host}` and check that the error rate stays below {r.randint(1, 5)}%.",
-            f"Update `{_ident(r)}` to version {r.randint(1, 9)}.{r.randint(0, 30)}.{r.randint(0, 99)} on `{host}`.",
-            f"{_words(r, 4, 14).capitalize()} (`{host}`).",
-        ])
+        body = r.choice(
+            [
+                f"Run `kubectl rollout status deployment/{_ident(r)} -n {_ident(r, 1)}` and wait until it reports success.",
+                f"Log in to `{host}` and confirm that the service responds on port {r.randint(1024, 65535)}.",
+                f"Copy the backup of `{_ident(r)}.db` to `/srv/backup/{host}/` and verify its checksum.",
+                f"Open the dashboard for `{host}` and check that the error rate stays below {r.randint(1, 5)}%.",
+                f"Update `{_ident(r)}` to version {r.randint(1, 9)}.{r.randint(0, 30)}.{r.randint(0, 99)} on `{host}`.",
+                f"{_words(r, 4, 14).capitalize()} (`{host}`).",
+            ]
+        )
         return f"{head}{state['i']}. {body}\n"
 
     return _fill(rng, n, "", item)
@@ -469,8 +496,13 @@ def gen_jsonl(rng: random.Random, n: int, seed: int) -> str:
 
     def record(r: random.Random) -> str:
         state["id"] += r.randint(1, 9)
-        obj = {"id": state["id"], "event": r.choice(["click", "view", "view", "purchase"]), "user": _ident(r, 1),
-               "ok": r.random() < 0.9, "ms": r.randint(1, 2000)}
+        obj = {
+            "id": state["id"],
+            "event": r.choice(["click", "view", "view", "purchase"]),
+            "user": _ident(r, 1),
+            "ok": r.random() < 0.9,
+            "ms": r.randint(1, 2000),
+        }
         return json.dumps(obj) + "\n"
 
     return _fill(rng, n, "", record)
@@ -530,15 +562,32 @@ def judge(sample: Sample, config: loopguard.TextConfig) -> Result:
     found = loopguard.scan_text(sample.text, channel="reasoning", config=config)
     first = min(found, key=lambda d: d.position) if found else None
     position = None if first is None else first.position
-    outcome = classify_text(sample.verdict, position, loop_start=sample.loop_start, first_repeat=sample.first_repeat,
-                            loop_end=sample.loop_end, check_every=config.check_every)
+    outcome = classify_text(
+        sample.verdict,
+        position,
+        loop_start=sample.loop_start,
+        first_repeat=sample.first_repeat,
+        loop_end=sample.loop_end,
+        check_every=config.check_every,
+    )
     latency = None
     if outcome == "caught" and position is not None and sample.first_repeat is not None:
         latency = position - sample.first_repeat
     strong = [d.position for d in found if d.strength == "strong"]
     cut = bool(strong) and (sample.loop_start is None or min(strong) >= sample.loop_start)
-    return Result(sample.family, sample.index, outcome, position, None if first is None else first.kind, latency,
-                  sample.script, sample.period, sample.noise, len(sample.text), cut)
+    return Result(
+        sample.family,
+        sample.index,
+        outcome,
+        position,
+        None if first is None else first.kind,
+        latency,
+        sample.script,
+        sample.period,
+        sample.noise,
+        len(sample.text),
+        cut,
+    )
 
 
 def period_bucket(period: int) -> str:
@@ -569,8 +618,13 @@ def stats(results: list[Result]) -> dict[str, Any]:
         out["median_latency"] = statistics.median(latencies) if latencies else None
     if legit:
         out["fp_rate"] = _ratio(counts["false_positive"], len(legit))
-    out["first_detector"] = dict(sorted(Counter(r.detector for r in results if r.detector and
-                                                r.outcome in ("caught", "false_positive", "early")).items()))
+    out["first_detector"] = dict(
+        sorted(
+            Counter(
+                r.detector for r in results if r.detector and r.outcome in ("caught", "false_positive", "early")
+            ).items()
+        )
+    )
     return out
 
 
@@ -605,7 +659,9 @@ def report(profile: str, seed: int, n: int) -> dict[str, Any]:
         "loops_by_period": {k: v for k, v in sorted(group(loops, pbucket).items(), key=lambda kv: order.index(kv[0]))},
         "loops_by_noise": dict(sorted(group(loops, lambda r: noise_bucket(r.noise)).items())),
         "loops_by_script": dict(sorted(group(loops, lambda r: r.script).items())),
-        "loops_by_period_noise_script": {k: cells[k] for k in sorted(cells, key=lambda c: (order.index(c.split("|")[0]), c))},
+        "loops_by_period_noise_script": {
+            k: cells[k] for k in sorted(cells, key=lambda c: (order.index(c.split("|")[0]), c))
+        },
         "failures": [asdict(r) for r in results if r.outcome in ("missed", "early", "false_positive")],
         "seconds": round(time.perf_counter() - started, 2),
     }
@@ -627,23 +683,39 @@ def _detectors(row: dict[str, Any]) -> str:
 
 
 def format_report(rep: dict[str, Any]) -> list[str]:
-    lines = [f"quality: profile={rep['profile']} seed={rep['seed']} n={rep['n_per_family']} per family "
-             f"check_every={rep['check_every']} ({rep['seconds']} s)", ""]
-    lines.append(f"{'family':<16}{'n':>5}{'caught':>8}{'missed':>8}{'early':>7}{'FP':>6}{'recall':>9}{'FP rate':>9}"
-                 f"{'med lat':>9}{'cut':>6}{'cut rec':>9}  first detector")
+    lines = [
+        f"quality: profile={rep['profile']} seed={rep['seed']} n={rep['n_per_family']} per family "
+        f"check_every={rep['check_every']} ({rep['seconds']} s)",
+        "",
+    ]
+    lines.append(
+        f"{'family':<16}{'n':>5}{'caught':>8}{'missed':>8}{'early':>7}{'FP':>6}{'recall':>9}{'FP rate':>9}"
+        f"{'med lat':>9}{'cut':>6}{'cut rec':>9}  first detector"
+    )
     rows = [*rep["families"].items(), ("LEGIT", rep["legit"]), ("LOOPS", rep["loops"])]
     for name, row in rows:
-        lines.append(f"{name:<16}{row['n']:>5}{row.get('caught', 0):>8}{row.get('missed', 0):>8}{row.get('early', 0):>7}"
-                     f"{row.get('false_positive', 0):>6}{_pct(row.get('recall')):>9}{_pct(row.get('fp_rate')):>9}"
-                     f"{_lat(row.get('median_latency')):>9}{row['cut']:>6}{_pct(row.get('cut_recall')):>9}  {_detectors(row)}")
-    for title, key in (("period", "loops_by_period"), ("noise", "loops_by_noise"), ("script", "loops_by_script"),
-                       ("period|noise|script", "loops_by_period_noise_script")):
-        lines += ["", f"{'loops by ' + title:<24}{'n':>5}{'caught':>8}{'missed':>8}{'early':>7}{'recall':>9}{'med lat':>9}"
-                      f"{'cut':>6}{'cut rec':>9}"]
+        lines.append(
+            f"{name:<16}{row['n']:>5}{row.get('caught', 0):>8}{row.get('missed', 0):>8}{row.get('early', 0):>7}"
+            f"{row.get('false_positive', 0):>6}{_pct(row.get('recall')):>9}{_pct(row.get('fp_rate')):>9}"
+            f"{_lat(row.get('median_latency')):>9}{row['cut']:>6}{_pct(row.get('cut_recall')):>9}  {_detectors(row)}"
+        )
+    for title, key in (
+        ("period", "loops_by_period"),
+        ("noise", "loops_by_noise"),
+        ("script", "loops_by_script"),
+        ("period|noise|script", "loops_by_period_noise_script"),
+    ):
+        lines += [
+            "",
+            f"{'loops by ' + title:<24}{'n':>5}{'caught':>8}{'missed':>8}{'early':>7}{'recall':>9}{'med lat':>9}"
+            f"{'cut':>6}{'cut rec':>9}",
+        ]
         for name, row in rep[key].items():
-            lines.append(f"{name:<24}{row['n']:>5}{row.get('caught', 0):>8}{row.get('missed', 0):>8}{row.get('early', 0):>7}"
-                         f"{_pct(row.get('recall')):>9}{_lat(row.get('median_latency')):>9}{row['cut']:>6}"
-                         f"{_pct(row.get('cut_recall')):>9}")
+            lines.append(
+                f"{name:<24}{row['n']:>5}{row.get('caught', 0):>8}{row.get('missed', 0):>8}{row.get('early', 0):>7}"
+                f"{_pct(row.get('recall')):>9}{_lat(row.get('median_latency')):>9}{row['cut']:>6}"
+                f"{_pct(row.get('cut_recall')):>9}"
+            )
     return lines
 
 
@@ -654,9 +726,17 @@ def show(spec: str, seed: int, profile: str) -> None:
     sample = make(family, int(index), seed)
     config = loopguard.TextConfig(profile)
     truth = {k: v for k, v in asdict(sample).items() if k != "text"}
-    print(json.dumps({"truth": truth, "result": asdict(judge(sample, config)),
-                      "detections": [repr(d) for d in loopguard.scan_text(sample.text, channel="reasoning", config=config)]},
-                     indent=2, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "truth": truth,
+                "result": asdict(judge(sample, config)),
+                "detections": [repr(d) for d in loopguard.scan_text(sample.text, channel="reasoning", config=config)],
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
+    )
     print("-" * 72)
     print(sample.text)
 

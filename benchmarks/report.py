@@ -43,5 +43,6 @@ def main(path: str) -> None:
             f"{per_char} | {per} | {median / best[key]:.1f}x |"
         )
 
+
 if __name__ == "__main__":
     main(sys.argv[1])

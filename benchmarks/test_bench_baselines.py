@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-import loopcore
 from conftest import stream
 from loopguard import TextLoopDetector
 
@@ -30,7 +29,7 @@ DELTA = 16
 
 def deltas(size: int) -> list[str]:
     text = stream("en", size)
-    return [text[i:i + DELTA] for i in range(0, len(text), DELTA)]
+    return [text[i : i + DELTA] for i in range(0, len(text), DELTA)]
 
 
 def run_loopguard(parts: list[str], profile: str, implementation: str | None = None) -> int:
@@ -58,7 +57,7 @@ class Sha256Windows:
         while self.next + self.WINDOW <= len(self.history):
             i = self.next
             self.next += 1
-            key = hashlib.sha256(self.history[i:i + self.WINDOW].encode("utf-8", "surrogatepass")).hexdigest()
+            key = hashlib.sha256(self.history[i : i + self.WINDOW].encode("utf-8", "surrogatepass")).hexdigest()
             hits = self.seen.setdefault(key, [])
             hits.append(i)
             if len(hits) >= self.THRESHOLD and (hits[-1] - hits[-self.THRESHOLD]) / (self.THRESHOLD - 1) <= 250:

@@ -1,4 +1,4 @@
-"""Cost of the exact loop brake (SPEC §5.1): ``LoopBrake.check`` per call and ``call_hash`` alone.
+"""Cost of the exact loop brake (spec §5.1): ``LoopBrake.check`` per call and ``call_hash`` alone.
 
 Run: ``pytest benchmarks/test_bench_brake.py --benchmark-only``.  Group ``brake``:
 

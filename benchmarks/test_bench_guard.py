@@ -1,4 +1,4 @@
-"""Cost of the ToolGuard (SPEC §5.2) per tool call, against the exact loop brake in the same run.
+"""Cost of the ToolGuard (spec §5.2) per tool call, against the exact loop brake in the same run.
 
 Run: ``pytest benchmarks/test_bench_guard.py --benchmark-only``.  Group ``guard``;
 each round is one healthy agent step pair (two different calls, each

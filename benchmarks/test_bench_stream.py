@@ -1,4 +1,4 @@
-"""Added latency of ``guard_stream`` (SPEC §3; seed 003) per Chat Completions chunk.
+"""Added latency of ``guard_stream`` (spec §3; seed 003) per Chat Completions chunk.
 
 Run: ``pytest benchmarks/test_bench_stream.py --benchmark-only``.  Group ``stream``; one
 round is one whole stream of 5,000 chunks, each carrying ~4 code points of normal English
@@ -33,8 +33,15 @@ DELTA = 4
 def _dict_chunks() -> list[Any]:
     text = corpus_stream("en", N_CHUNKS * DELTA)
     chunks: list[Any] = [
-        {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1767225600, "model": "m",
-         "choices": [{"index": 0, "delta": {"content": text[i:i + DELTA]}, "logprobs": None, "finish_reason": None}]}
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": 1767225600,
+            "model": "m",
+            "choices": [
+                {"index": 0, "delta": {"content": text[i : i + DELTA]}, "logprobs": None, "finish_reason": None}
+            ],
+        }
         for i in range(0, len(text), DELTA)
     ]
     assert len(chunks) == N_CHUNKS
@@ -90,6 +97,7 @@ def test_plain(benchmark: Any, shape: str) -> None:
 @pytest.mark.parametrize("shape", SHAPES)
 def test_guard(benchmark: Any, shape: str) -> None:
     chunks = _chunks(shape)
-    benchmark.extra_info.update(calls_per_round=N_CHUNKS, chunk_chars=DELTA, shape=shape, mode="rescue",
-                                profile="default")
+    benchmark.extra_info.update(
+        calls_per_round=N_CHUNKS, chunk_chars=DELTA, shape=shape, mode="rescue", profile="default"
+    )
     assert benchmark(_guarded, chunks) == N_CHUNKS

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import array
 import re
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ IMPLS = sorted(loopcore.implementations())
 PIECE = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]+|\s+")
 
 
-@lru_cache(maxsize=None)
+@cache
 def ids(n: int) -> array.array:
     vocab: dict[str, int] = {}
     out = array.array("i", [vocab.setdefault(p, len(vocab)) for p in PIECE.findall(stream("en", 6 * n))])
@@ -59,7 +59,7 @@ def test_feed_symbols_bulk(benchmark: Any) -> None:
 @pytest.mark.benchmark(group="tokens")
 def test_feed_tokens_step16(benchmark: Any) -> None:
     data = ids(100_000)
-    steps = [data[i:i + 16] for i in range(0, len(data), 16)]
+    steps = [data[i : i + 16] for i in range(0, len(data), 16)]
     benchmark.extra_info["tokens"] = len(data)
 
     def run() -> int:

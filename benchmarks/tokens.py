@@ -42,8 +42,8 @@ def vllm_hits(ids: list[int], min_p: int, max_p: int, min_count: int) -> Iterato
         for p in range(min_p, max_p + 1):
             if p * min_count > n:
                 break
-            tail = ids[n - p:n]
-            if all(ids[n - p * (k + 1):n - p * k] == tail for k in range(1, min_count)):
+            tail = ids[n - p : n]
+            if all(ids[n - p * (k + 1) : n - p * k] == tail for k in range(1, min_count)):
                 yield n
                 break
 
@@ -62,7 +62,7 @@ def loopguard_stop(ids: array.array, config: TextConfig, chunk: int = 16) -> int
     """The token count at which a stream guard would act (a strong detection), ``None``: never."""
     det = TextLoopDetector(config)
     for i in range(0, len(ids), chunk):
-        det.feed_tokens(ids[i:i + chunk])
+        det.feed_tokens(ids[i : i + chunk])
         if det.action_required():
             return min(i + chunk, len(ids))
     det.finish()
@@ -82,8 +82,7 @@ def main() -> None:
 
     recs = [json.loads(line) for f in sorted(BENCH.glob("*.jsonl")) for line in f.open(encoding="utf-8")]
     recs = [r for r in recs if r["looping"] is not None]
-    streams = [(r, tokens(r["text"]), len(tokens(r["text"][: r["loop_start"]])) if r["looping"] else 0)
-               for r in recs]
+    streams = [(r, tokens(r["text"]), len(tokens(r["text"][: r["loop_start"]])) if r["looping"] else 0) for r in recs]
     clean = sum(1 for r in recs if not r["looping"])
     loops = len(recs) - clean
     chars = sum(len(r["text"]) for r in recs) / sum(len(ids) for _, ids, _ in streams)
@@ -107,8 +106,10 @@ def main() -> None:
         late.sort()
         p50 = late[len(late) // 2] if late else None
         p90 = late[int(len(late) * 0.9)] if late else None
-        print(f"  {name:22s} clean stopped {false_stops}/{clean}  loops {caught}/{loops}  "
-              f"latency p50 {p50} p90 {p90} tokens  ({time.process_time() - t0:.1f} s CPU)")
+        print(
+            f"  {name:22s} clean stopped {false_stops}/{clean}  loops {caught}/{loops}  "
+            f"latency p50 {p50} p90 {p90} tokens  ({time.process_time() - t0:.1f} s CPU)"
+        )
 
 
 if __name__ == "__main__":

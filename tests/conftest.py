@@ -16,9 +16,7 @@ DATA = (ROOT / ".." / "shared" / "data").resolve()
 CASES = DATA / "cases"
 
 settings.register_profile("dev", max_examples=30, deadline=None)
-settings.register_profile(
-    "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.register_profile("soak", max_examples=20000, deadline=None)
 _profile = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")

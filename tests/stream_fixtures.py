@@ -30,7 +30,7 @@ def split(text: str, sizes: tuple[int, ...] = (7,)) -> list[str]:
     out, at, i = [], 0, 0
     while at < len(text):
         n = sizes[i % len(sizes)]
-        out.append(text[at:at + n])
+        out.append(text[at : at + n])
         at, i = at + n, i + 1
     return out
 

@@ -139,7 +139,12 @@ def test_replay_run_caught_by_the_deadline() -> None:
     late = parse_run({"calls": [other, same, same, same], "label": "loop", "loop_start": 1, "loop_deadline": 1})
     assert not isinstance(late, (str, type(None))) and not replay_run(late).caught
     # no deadline: the 4th call of the loop (start + 3); no start: any action
-    for fields, caught in (({"loop_start": 0}, True), ({}, True), ({"loop_start": 3}, True), ({"loop_start": 4}, False)):
+    for fields, caught in (
+        ({"loop_start": 0}, True),
+        ({}, True),
+        ({"loop_start": 3}, True),
+        ({"loop_start": 4}, False),
+    ):
         r = parse_run({"calls": [other, same, same, same], "label": "loop", **fields})
         assert not isinstance(r, (str, type(None))) and replay_run(r).caught is caught, fields
     # a bad tool name is replayed as "?"

@@ -95,7 +95,7 @@ def test_lone_surrogates_nul_and_empty_deltas(impl: str) -> None:
     found = []
     for i in range(0, len(text), 7):
         found += det.feed("")
-        found += det.feed(text[i:i + 7])
+        found += det.feed(text[i : i + 7])
     found += det.finish()
     assert [(d.kind, d.start, d.cut, d.evidence["period"]) for d in found] == [("cycle", 500, 530, 30)]
 
@@ -113,7 +113,7 @@ def test_ten_megabyte_delta() -> None:
     det2 = TextLoopDetector("default", implementation="cython")
     tail = text[-20_000:]
     det2.feed(text[:-20_000], "reasoning")
-    got2 = [d for i in range(0, len(tail), 9) for d in det2.feed(tail[i:i + 9], "reasoning")] + det2.finish()
+    got2 = [d for i in range(0, len(tail), 9) for d in det2.feed(tail[i : i + 9], "reasoning")] + det2.finish()
     assert [d.to_dict() for d in got2] == [d.to_dict() for d in got]
 
 
@@ -194,8 +194,13 @@ def test_one_detection_per_episode_and_action(impl: str) -> None:
 def test_detection_to_dict_is_json_ready() -> None:
     d = Detection("pool", "text", 200, 0, 0, {"coverage": 0.8, "phrases": ("Now.", "OK.")})
     assert d.to_dict() == {
-        "kind": "pool", "channel": "text", "position": 200, "start": 0, "cut": 0,
-        "evidence": {"coverage": 0.8, "phrases": ["Now.", "OK."]}, "strength": "strong",
+        "kind": "pool",
+        "channel": "text",
+        "position": 200,
+        "start": 0,
+        "cut": 0,
+        "evidence": {"coverage": 0.8, "phrases": ["Now.", "OK."]},
+        "strength": "strong",
     }
 
 
@@ -212,7 +217,10 @@ def test_environment_selects_the_implementation(value: str, expect: str) -> None
     env = dict(os.environ, LOOPCORE_IMPLEMENTATION=value)
     out = subprocess.run(
         [sys.executable, "-W", "error", "-c", "import loopcore; print(loopcore.IMPLEMENTATION)"],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == expect
 
@@ -272,7 +280,9 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
     if "cython" not in loopcore.implementations():
         pytest.skip("the compiled core is not built")
     core = loopcore.implementation("cython")
-    seed = core.ChannelStream(**TextConfig("default", enabled=["C", "P"], pool_max_phrase_chars=48).stream_params("text"))
+    seed = core.ChannelStream(
+        **TextConfig("default", enabled=["C", "P"], pool_max_phrase_chars=48).stream_params("text")
+    )
     rescue = core.ChannelStream(**TextConfig("default", enabled=["C", "P"]).stream_params("text"))
     stream = core.ChannelStream(**TextConfig().stream_params("text"))
     for opened in (seed, rescue, stream):
@@ -393,12 +403,19 @@ def test_reference_also_refuses_a_second_feeder() -> None:
 
 
 def test_the_default_profile_tunes_ngram_and_the_seed_profiles_do_not() -> None:
-    """SPEC §2.7: only ``default`` is tuned (config.PROFILE_OVERRIDES); the seed profiles keep the SPEC numbers."""
+    """spec §2.7: only ``default`` is tuned (config.PROFILE_OVERRIDES); the seed profiles keep the spec numbers."""
     from loopguard.config import PROFILE_OVERRIDES
 
-    tuning = {"ngram": 40, "pool_skip_key_value": True, "pool_min_occurrences": 2, "pool_max_distinct": 16,
-              "pool_max_phrase_chars": 64, "lowdiv_max_data_share": 0.8, "cycle_min_period": 2,
-              "fence_repeat_lines": 8}
+    tuning = {
+        "ngram": 40,
+        "pool_skip_key_value": True,
+        "pool_min_occurrences": 2,
+        "pool_max_distinct": 16,
+        "pool_max_phrase_chars": 64,
+        "lowdiv_max_data_share": 0.8,
+        "cycle_min_period": 2,
+        "fence_repeat_lines": 8,
+    }
     # "tokens" is default's tuning counted in tokens (token ids; test_tokens.py)
     assert PROFILE_OVERRIDES == {"default": tuning, "tokens": tuning}
     assert [TextConfig(p).lowdiv_art_max_alnum for p in ("default", "fuse", "rescue")] == [0.0, 0.0, 0.0]
@@ -424,8 +441,16 @@ def test_ngram_40_spares_json_lines_that_ngram_24_flags() -> None:
 
     events, users = ("view", "click", "purchase"), ("there", "when", "near", "ex", "lymi", "both", "kaz")
     rows = "".join(
-        _json.dumps({"id": 159092 + i * 3, "event": events[i * 7 % 3], "user": users[i * 5 % 7], "ok": True,
-                     "ms": (i * 389) % 1100}) + "\n"
+        _json.dumps(
+            {
+                "id": 159092 + i * 3,
+                "event": events[i * 7 % 3],
+                "user": users[i * 5 % 7],
+                "ok": True,
+                "ms": (i * 389) % 1100,
+            }
+        )
+        + "\n"
         for i in range(60)
     )
     low = ["lowdiv_tail", "lowdiv_sliding"]
@@ -448,10 +473,14 @@ def test_the_compiled_feed_path_and_the_python_one_agree() -> None:
     runs = []
     for cls in (TextLoopDetector, PythonPath):
         det = cls()
-        found = [d for i in range(0, len(text), 7) for d in det.feed(text[i:i + 7], "reasoning")]
+        found = [d for i in range(0, len(text), 7) for d in det.feed(text[i : i + 7], "reasoning")]
         runs.append(found + det.finish())
-        for bad, error in (((5, "text"), TypeError), (("x", "answer"), ValueError), (("x", ["a"]), ValueError),
-                           (("x", "text"), RuntimeError)):
+        for bad, error in (
+            ((5, "text"), TypeError),
+            (("x", "answer"), ValueError),
+            (("x", ["a"]), ValueError),
+            (("x", "text"), RuntimeError),
+        ):
             with pytest.raises(error):
                 det.feed(*bad)
     assert runs[0] == runs[1] and [d.kind for d in runs[0]][:1] == ["cycle"]
@@ -473,9 +502,16 @@ def test_str_subclasses_are_text(impl: str) -> None:
     assert scan_text(np.str_(text), "reasoning") == scan_text(text, "reasoning") != []
 
 
-@given(st.lists(st.sampled_from(["Wait.", "Let me check.", "Hmm, no.", "OK so.", "好的。", "再看看。", "🤔 hmm.", "Right."]),
-                min_size=20, max_size=120),
-       st.sampled_from(["", "中", "😀", "é"]), st.integers(0, 119), st.integers(1, 50))
+@given(
+    st.lists(
+        st.sampled_from(["Wait.", "Let me check.", "Hmm, no.", "OK so.", "好的。", "再看看。", "🤔 hmm.", "Right."]),
+        min_size=20,
+        max_size=120,
+    ),
+    st.sampled_from(["", "中", "😀", "é"]),
+    st.integers(0, 119),
+    st.integers(1, 50),
+)
 def test_pool_records_survive_widening(phrases: list[str], wide: str, at: int, chunk: int) -> None:
     """The pool keeps its records 1, 2 or 4 bytes per code point, like the buffer; a wider code
     point arriving mid-pool re-stores them: the detections and their phrases are the reference's."""
@@ -484,6 +520,6 @@ def test_pool_records_survive_widening(phrases: list[str], wide: str, at: int, c
     runs = []
     for name in sorted(loopcore.implementations()):
         stream = loopcore.implementation(name).ChannelStream(**TextConfig().stream_params("reasoning"))
-        found = [d for i in range(0, len(text), chunk) for d in stream.feed(text[i:i + chunk])]
+        found = [d for i in range(0, len(text), chunk) for d in stream.feed(text[i : i + chunk])]
         runs.append(found + stream.finish())
     assert all(run == runs[0] for run in runs)

@@ -57,8 +57,10 @@ def _params() -> dict:
 
 
 def _jsonl(path: Path, records: list[tuple[str, bool | None]]) -> None:
-    path.write_text("".join(json.dumps({"id": i, "text": t, "looping": lp}) + "\n"
-                            for i, (t, lp) in enumerate(records)), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": i, "text": t, "looping": lp}) + "\n" for i, (t, lp) in enumerate(records)),
+        encoding="utf-8",
+    )
 
 
 def test_real_stream_keeps_clean_records_in_file_then_record_order(tmp_path: Path) -> None:
@@ -102,10 +104,10 @@ def test_timed_runs_do_the_work() -> None:
     s = loopcore.implementation("cython").ChannelStream(**_params())
     bulk = len(s.feed(LOOP)) + len(s.finish())
     assert bulk > 0
-    parts = [LOOP[i:i + 4] for i in range(0, len(LOOP), 4)]
+    parts = [LOOP[i : i + 4] for i in range(0, len(LOOP), 4)]
     assert measure._stream_run(parts)() == bulk
     assert measure._api_run(parts)() > 0
-    assert measure._stream_run([EN[i:i + 4] for i in range(0, len(EN), 4)])() == 0  # healthy English
+    assert measure._stream_run([EN[i : i + 4] for i in range(0, len(EN), 4)])() == 0  # healthy English
 
 
 @needs_core
@@ -116,7 +118,7 @@ def test_rates_and_delta_costs_from_a_fake_clock(monkeypatch: pytest.MonkeyPatch
     seconds = measure.bulk_seconds(EN, min_time=0.01)
     assert seconds == pytest.approx([step] * 3)  # repeated until 10 ms were spent
     assert measure.bulk_rate(EN, min_time=0) == pytest.approx(2000 / step / 1e6)  # 0.5 M cp/s
-    parts = [EN[i:i + 4] for i in range(0, 2000, 4)]
+    parts = [EN[i : i + 4] for i in range(0, 2000, 4)]
     assert measure.delta_ns("ChannelStream", parts, reps=2) == pytest.approx([step / 500 * 1e9] * 2)  # 8,000 ns
     assert measure.delta_ns("TextLoopDetector", parts, reps=1) == pytest.approx([8000.0])
 
@@ -124,17 +126,28 @@ def test_rates_and_delta_costs_from_a_fake_clock(monkeypatch: pytest.MonkeyPatch
 @needs_core
 def test_one_round_on_tiny_streams() -> None:
     figures = measure.one_round({"en": EN, "zh": ZH}, sizes=(1000, 2000), delta_chars=2000, delta_reps=2, min_time=0)
-    assert set(figures) == {"bulk/en/1000", "bulk/en/2000", "bulk/zh/1000", "bulk/zh/2000",
-                            "delta/ChannelStream", "delta/TextLoopDetector",
-                            "bytes/latin-1", "bytes/chinese", "bytes/emoji", "bytes/idle",
-                            "bytes-repeated/latin-1", "bytes-repeated/chinese", "bytes-repeated/emoji"}
+    assert set(figures) == {
+        "bulk/en/1000",
+        "bulk/en/2000",
+        "bulk/zh/1000",
+        "bulk/zh/2000",
+        "delta/ChannelStream",
+        "delta/TextLoopDetector",
+        "bytes/latin-1",
+        "bytes/chinese",
+        "bytes/emoji",
+        "bytes/idle",
+        "bytes-repeated/latin-1",
+        "bytes-repeated/chinese",
+        "bytes-repeated/emoji",
+    }
     for key, samples in figures.items():
         if key.startswith("bulk/"):
             assert len(samples) == 1 and 0.5 < samples[0] < 5000, (key, samples)  # M cp/s
         elif key.startswith("delta/"):
             assert len(samples) == 2 and all(10 < x < 200_000 for x in samples), (key, samples)  # ns/delta
     cls = loopcore.implementation("cython").ChannelStream
-    texts = {"latin-1": EN, "chinese": ZH, "emoji": EN[:1000] + "\U0001F680" + EN[1000:1999], "idle": ""}
+    texts = {"latin-1": EN, "chinese": ZH, "emoji": EN[:1000] + "\U0001f680" + EN[1000:1999], "idle": ""}
     for name, text in texts.items():
         assert measure.bytes_text(name) == text and len(text) in (0, 2000)
         s = cls(**_params())
@@ -152,10 +165,18 @@ def test_one_round_on_tiny_streams() -> None:
 
 
 def test_table_reduces_samples_and_divides_head_by_base() -> None:
-    base = {"bulk/en/2000": [10.0, 20.0], "delta/ChannelStream": [300.0, 100.0, 200.0],
-            "bytes/latin-1": [131072.0], "rss/idle": [4096.0, 6144.0, 5120.0]}
-    head = {"bulk/en/2000": [30.0, 25.0], "delta/ChannelStream": [90.0, 110.0, 400.0],
-            "bytes/latin-1": [65536.0], "rss/idle": [5120.0]}
+    base = {
+        "bulk/en/2000": [10.0, 20.0],
+        "delta/ChannelStream": [300.0, 100.0, 200.0],
+        "bytes/latin-1": [131072.0],
+        "rss/idle": [4096.0, 6144.0, 5120.0],
+    }
+    head = {
+        "bulk/en/2000": [30.0, 25.0],
+        "delta/ChannelStream": [90.0, 110.0, 400.0],
+        "bytes/latin-1": [65536.0],
+        "rss/idle": [5120.0],
+    }
     text, values = compare.table(base, head, (2000,), "base `a`", "head `b`", channels=100)
     assert values == [
         ("bulk `feed`, English, 2k (M cp/s, best)", 20.0, 30.0, 1.5),
@@ -170,8 +191,12 @@ def test_table_reduces_samples_and_divides_head_by_base() -> None:
     assert lines[4] == "| `ChannelStream.feed`, 4-cp deltas (ns/delta, median) | 200 | 110 | 0.55 |"
     assert lines[5] == "| `memory_bytes` per channel, after 2,000 cp of Latin-1 prose | 128.0 KiB | 64.0 KiB | 0.50 |"
     assert compare.merge([{"a": [1.0]}, {"a": [2.0], "b": [3.0]}]) == {"a": [1.0, 2.0], "b": [3.0]}
-    assert [side for _, side, _ in compare.interleave({"base": Path("b"), "head": Path("h")}, 2)] == \
-        ["base", "head", "base", "head"]
+    assert [side for _, side, _ in compare.interleave({"base": Path("b"), "head": Path("h")}, 2)] == [
+        "base",
+        "head",
+        "base",
+        "head",
+    ]
 
 
 def test_unknown_revisions_are_refused() -> None:

@@ -1,4 +1,4 @@
-"""The exact loop brake (SPEC §5.1, seed 000): counting, denial, secrecy, threads, memory, wrappers."""
+"""The exact loop brake (spec §5.1, seed 000): counting, denial, secrecy, threads, memory, wrappers."""
 
 from __future__ import annotations
 
@@ -375,14 +375,20 @@ def test_arguments_never_leak(caplog: pytest.LogCaptureFixture) -> None:
         err = exc
     else:  # pragma: no cover
         pytest.fail("not denied")
-    for text in (str(err), repr(err), repr(err.args), "".join(traceback.format_exception(err)),
-                 repr(vars(err)), repr(pickle.loads(pickle.dumps(err)).args)):
+    for text in (
+        str(err),
+        repr(err),
+        repr(err.args),
+        "".join(traceback.format_exception(err)),
+        repr(vars(err)),
+        repr(pickle.loads(pickle.dumps(err)).args),
+    ):
         assert CANARY not in text
         assert "sk-" not in text
     # JSON-string arguments and call ids through check too
-    b.check("search", '{"token": "%s"}' % CANARY, session_id="s", call_id="c")
+    b.check("search", '{"token": "' + CANARY + '"}', session_id="s", call_id="c")
     with pytest.raises(LoopBrakeError) as info:
-        b.check("search", '{"token": "%s"}' % CANARY, session_id="s")
+        b.check("search", '{"token": "' + CANARY + '"}', session_id="s")
     assert CANARY not in "".join(traceback.format_exception(info.value))
     assert caplog.records, "the brake logs its decisions"
     assert {r.name for r in caplog.records} == {"loopguard.brake"}
@@ -401,7 +407,12 @@ def test_error_pickles() -> None:
     assert err.hash_prefix == "0123456789ab"
     back = pickle.loads(pickle.dumps(err))
     assert (back.tool_name, back.count, back.max_repeats, back.hash_prefix, back.session_id) == (
-        "t", 3, 3, "0123456789ab", "s")
+        "t",
+        3,
+        3,
+        "0123456789ab",
+        "s",
+    )
     assert str(back) == str(err)
 
 
@@ -533,7 +544,9 @@ def test_invalid_max_repeats_message() -> None:
     assert str(info.value) == "LoopBrake: max_repeats='3x' is invalid: must be an integer >= 1"
 
 
-@pytest.mark.parametrize(("good", "want"), [(1, 1), (3, 3), (10**6, 10**6), ("4", 4), (" 7 ", 7), ("+2", 2), ("007", 7)])
+@pytest.mark.parametrize(
+    ("good", "want"), [(1, 1), (3, 3), (10**6, 10**6), ("4", 4), (" 7 ", 7), ("+2", 2), ("007", 7)]
+)
 def test_valid_max_repeats(good: Any, want: int) -> None:
     assert normalize_max_repeats(good) == want
     assert LoopBrake(good).max_repeats == want
@@ -556,8 +569,7 @@ def test_resolve_max_repeats() -> None:
     with pytest.raises(InvalidMaxRepeatsError) as info:
         resolve_max_repeats(None, {ENV_MAX_REPEATS: "3x"})
     assert info.value.key == ENV_MAX_REPEATS == "LOOPGUARD_MAX_REPEATS"
-    assert str(info.value) == (
-        "environment: LOOPGUARD_MAX_REPEATS='3x' is invalid: must be an integer >= 1")
+    assert str(info.value) == ("environment: LOOPGUARD_MAX_REPEATS='3x' is invalid: must be an integer >= 1")
     for bad in ("0", "-1", "1.5", "true"):
         with pytest.raises(InvalidMaxRepeatsError, match="LOOPGUARD_MAX_REPEATS"):
             resolve_max_repeats(None, {ENV_MAX_REPEATS: bad})

@@ -131,7 +131,9 @@ def test_claude_code_logs_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     ]
     # one D3 notice, never a deny: citation-check's last WebFetch fails (504) and the three calls after it
     # (TodoWrite, Write, TodoWrite) do not touch it
-    findings = {Path(o["path"]).name: [(f["call"], f["action"], f["rule"]) for f in o["guard_findings"]] for o in objects}
+    findings = {
+        Path(o["path"]).name: [(f["call"], f["action"], f["rule"]) for f in o["guard_findings"]] for o in objects
+    }
     assert findings == {name: ([(36, "notice", "D3")] if name.startswith("citation") else []) for name in CLAUDE_LOGS}
     code, out, _ = run(capsys, "scan", *paths)
     assert code == 0
@@ -446,10 +448,16 @@ def test_malformed_logs_exit_2_and_the_scan_goes_on(tmp_path: Path, capsys: pyte
     bad = {
         "bigint.jsonl": ('{"role": "assistant", "content": "hi", "n": ' + "1" * 5000 + "}\n", 1),
         "cc-list-id.jsonl": (
-            init + "\n" + json.dumps({"type": "assistant", "message": {"id": ["x"], "content": []}}) + "\n", 2),
+            init + "\n" + json.dumps({"type": "assistant", "message": {"id": ["x"], "content": []}}) + "\n",
+            2,
+        ),
         "cc-dict-parent.jsonl": (
-            init + "\n" + json.dumps({"type": "assistant", "parent_tool_use_id": {"a": 1},
-                                      "message": {"id": "m", "content": []}}) + "\n", 2),
+            init
+            + "\n"
+            + json.dumps({"type": "assistant", "parent_tool_use_id": {"a": 1}, "message": {"id": "m", "content": []}})
+            + "\n",
+            2,
+        ),
     }
     for name, (content, line) in bad.items():
         path = tmp_path / name

@@ -22,15 +22,14 @@ import math
 import random
 
 import pytest
-from hypothesis import given, note, strategies as st
+from hypothesis import given, note
+from hypothesis import strategies as st
 
 import loopcore
 from loopguard import TextConfig
 from test_quality_probe import quality
 
-pytestmark = pytest.mark.skipif(
-    "cython" not in loopcore.implementations(), reason="the compiled core is not built"
-)
+pytestmark = pytest.mark.skipif("cython" not in loopcore.implementations(), reason="the compiled core is not built")
 
 DEFAULT = TextConfig()
 
@@ -42,8 +41,10 @@ indices = st.integers(0, 10**9)
 
 def _judge(sample: object) -> object:
     result = quality.judge(sample, DEFAULT)
-    note(f"period={sample.period} noise={sample.noise:.4f} start={sample.loop_start} "  # type: ignore[attr-defined]
-         f"end={sample.loop_end} len={len(sample.text)} -> {result}")  # type: ignore[attr-defined]
+    note(
+        f"period={sample.period} noise={sample.noise:.4f} start={sample.loop_start} "  # type: ignore[attr-defined]
+        f"end={sample.loop_end} len={len(sample.text)} -> {result}"
+    )  # type: ignore[attr-defined]
     return result
 
 

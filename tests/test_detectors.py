@@ -1,4 +1,4 @@
-"""Boundary tests with hand-computed values for every detector (SPEC §2.1-2.5).
+"""Boundary tests with hand-computed values for every detector (spec §2.1-2.5).
 
 Each test builds a text whose numbers are known by construction, runs it through
 both implementations (the ``impl`` fixture) and checks the exact detection, or
@@ -30,8 +30,7 @@ def test_exact_tail_fires_at_repeats_minus_one_occurrences(impl: str) -> None:
     assert len(text) == 2000
     found = detect(text, E_ONLY, impl)
     assert found == [
-        {"kind": "exact_tail", "channel": "text", "position": 2000, "start": 0, "cut": 600,
-         "evidence": {"count": 2}}
+        {"kind": "exact_tail", "channel": "text", "position": 2000, "start": 0, "cut": 600, "evidence": {"count": 2}}
     ]
 
 
@@ -73,20 +72,24 @@ def _lowdiv_text(unique: int, repeats: int, seed: int) -> tuple[str, str]:
     return text, gram
 
 
-@pytest.mark.parametrize(
-    ("unique", "repeats", "fires"), [(44, 10, True), (45, 10, False), (44, 9, False)]
-)
+@pytest.mark.parametrize(("unique", "repeats", "fires"), [(44, 10, True), (45, 10, False), (44, 9, False)])
 def test_lowdiv_tail_thresholds(impl: str, unique: int, repeats: int, fires: bool) -> None:
     text, gram = _lowdiv_text(unique, repeats, seed=unique * 100 + repeats)
     assert len(text) == 2000 and len(set(text)) == unique
     assert text.count(gram) == repeats
-    grams = {text[i:i + 24] for i in range(len(text) - 23)}
+    grams = {text[i : i + 24] for i in range(len(text) - 23)}
     assert all(text.count(g) < repeats for g in grams if g != gram) or repeats == 10
     found = detect(text, L_ONLY, impl)
     if fires:
         assert found == [
-            {"kind": "lowdiv_tail", "channel": "text", "position": 2000, "start": 0, "cut": 0,
-             "evidence": {"unique": 44, "max_ngram": 10}}
+            {
+                "kind": "lowdiv_tail",
+                "channel": "text",
+                "position": 2000,
+                "start": 0,
+                "cut": 0,
+                "evidence": {"unique": 44, "max_ngram": 10},
+            }
         ]
     else:
         assert found == []
@@ -109,8 +112,14 @@ def test_lowdiv_sliding_thresholds(impl: str, unique: int, repeats: int, fires: 
     found = detect(_sliding_text(unique, repeats), S_ONLY, impl)
     if fires:
         assert found == [
-            {"kind": "lowdiv_sliding", "channel": "text", "position": 2000, "start": 800, "cut": 800,
-             "evidence": {"unique": 29, "max_ngram": 3, "window_start": 800}}
+            {
+                "kind": "lowdiv_sliding",
+                "channel": "text",
+                "position": 2000,
+                "start": 800,
+                "cut": 800,
+                "evidence": {"unique": 29, "max_ngram": 3, "window_start": 800},
+            }
         ]
     else:
         assert found == []
@@ -142,8 +151,14 @@ def test_cycle_min_chars_599_vs_600(impl: str) -> None:
     periodic_600 = unit * 30
     hit = detect(noise_cjk(1000, 1) + periodic_600, C_ONLY, impl)
     assert hit == [
-        {"kind": "cycle", "channel": "text", "position": 1600, "start": 1000, "cut": 1020,
-         "evidence": {"period": 20, "copies": 30, "length": 600}}
+        {
+            "kind": "cycle",
+            "channel": "text",
+            "position": 1600,
+            "start": 1000,
+            "cut": 1020,
+            "evidence": {"period": 20, "copies": 30, "length": 600},
+        }
     ]
     assert detect(noise_cjk(1001, 1) + periodic_600[1:], C_ONLY, impl) == []
 
@@ -153,8 +168,14 @@ def test_cycle_two_vs_three_copies(impl: str) -> None:
     assert smallest_period(unit) == 300
     assert detect(noise_cjk(1400, 2) + unit * 2, C_ONLY, impl) == []
     assert detect(noise_cjk(1100, 2) + unit * 3, C_ONLY, impl) == [
-        {"kind": "cycle", "channel": "text", "position": 2000, "start": 1100, "cut": 1400,
-         "evidence": {"period": 300, "copies": 3, "length": 900}}
+        {
+            "kind": "cycle",
+            "channel": "text",
+            "position": 2000,
+            "start": 1100,
+            "cut": 1400,
+            "evidence": {"period": 300, "copies": 3, "length": 900},
+        }
     ]
 
 
@@ -167,8 +188,14 @@ def test_cycle_min_period(impl: str, period: int, fires: bool) -> None:
     if fires:
         assert found == [
             # first checkpoint with >= 600 periodic chars: n = 1800, 760 chars = 47 whole copies
-            {"kind": "cycle", "channel": "text", "position": 1800, "start": 1040, "cut": 1056,
-             "evidence": {"period": 16, "copies": 47, "length": 760}}
+            {
+                "kind": "cycle",
+                "channel": "text",
+                "position": 1800,
+                "start": 1040,
+                "cut": 1056,
+                "evidence": {"period": 16, "copies": 47, "length": 760},
+            }
         ]
     else:
         assert found == []
@@ -182,8 +209,14 @@ def test_cycle_max_period(impl: str, period: int, fires: bool) -> None:
     if fires:
         assert len(text) == 13000
         assert found == [
-            {"kind": "cycle", "channel": "reasoning", "position": 13000, "start": 1000, "cut": 5000,
-             "evidence": {"period": 4000, "copies": 3, "length": 12000}}
+            {
+                "kind": "cycle",
+                "channel": "reasoning",
+                "position": 13000,
+                "start": 1000,
+                "cut": 5000,
+                "evidence": {"period": 4000, "copies": 3, "length": 12000},
+            }
         ]
     else:
         assert found == []
@@ -204,9 +237,7 @@ def test_cycle_below_min_period_is_not_a_cycle(impl: str) -> None:
 
 
 # ----------------------------------------------------------------- P (§2.5)
-FILLERS = [
-    f"Filler sentence number {i} talks about something else entirely today." for i in range(40)
-]
+FILLERS = [f"Filler sentence number {i} talks about something else entirely today." for i in range(40)]
 
 
 def _sentences(items: list[str], sep: str = " ") -> str:
@@ -222,8 +253,14 @@ def test_pool_coverage_23_vs_22_of_30(impl: str, phrases: int, fires: bool) -> N
     if fires:
         cut = text.index("Now.")
         assert found == [
-            {"kind": "pool", "channel": "text", "position": len(text), "start": cut, "cut": cut,
-             "evidence": {"coverage": 23 / 30, "phrases": ["Now.", "Wait."]}}
+            {
+                "kind": "pool",
+                "channel": "text",
+                "position": len(text),
+                "start": cut,
+                "cut": cut,
+                "evidence": {"coverage": 23 / 30, "phrases": ["Now.", "Wait."]},
+            }
         ]
     else:
         assert found == []
@@ -264,9 +301,7 @@ def test_pool_period_needs_following_whitespace(impl: str) -> None:
     found = detect("Now. Wait. OK. " * 40, P_ONLY, impl)
     # first checkpoint n = 200: 40 complete sentences; the window (the last 30) starts at
     # sentence 10 = "Wait."; every retained sentence is a phrase, so the cut is 0
-    assert [(f["position"], f["cut"], f["evidence"]["phrases"]) for f in found] == [
-        (200, 0, ["Wait.", "OK.", "Now."])
-    ]
+    assert [(f["position"], f["cut"], f["evidence"]["phrases"]) for f in found] == [(200, 0, ["Wait.", "OK.", "Now."])]
 
 
 def test_pool_cjk_full_stop_always_splits(impl: str) -> None:
@@ -295,9 +330,7 @@ def test_pool_coverage_is_inclusive(impl: str) -> None:
     # pool_window=4: 3 phrases of 4 is exactly 0.75 -> holds (>=)
     cfg = P_ONLY.replace(pool_window=4, pool_min_occurrences=1, pool_max_phrase_chars=12)
     text = _sentences([FILLERS[0], "Now.", "Wait.", "Now."])
-    assert [(f["cut"], f["evidence"]["coverage"]) for f in detect(text, cfg, impl)] == [
-        (text.index("Now."), 0.75)
-    ]
+    assert [(f["cut"], f["evidence"]["coverage"]) for f in detect(text, cfg, impl)] == [(text.index("Now."), 0.75)]
     text = _sentences([FILLERS[0], FILLERS[1], "Wait.", "Now."])
     assert detect(text, cfg, impl) == []
 

@@ -1,4 +1,4 @@
-"""``loopguard eval DIR`` (SPEC §9): case loading, outcome rules, replay, report, exit codes, seed numbers."""
+"""``loopguard eval DIR`` (spec §9): case loading, outcome rules, replay, report, exit codes, seed numbers."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 
 import loopguard
 import loopguard.evaluate
+from conftest import CASES
+from loopguard import TextConfig
 from loopguard.cli import main
 from loopguard.errors import InputError
-from loopguard import TextConfig
 from loopguard.evaluate import (
     Case,
     Event,
@@ -26,8 +27,6 @@ from loopguard.evaluate import (
     format_summary,
     load_cases,
 )
-
-from conftest import CASES
 
 # A hand-built text loop: 542 code points of distinct "Step" sentences, then a
 # 51-code-point sentence 30 times.  The cycle detector (C: >= 600 chars of
@@ -164,7 +163,12 @@ def test_load_cases_reads_text_and_truth(text_dir: Path) -> None:
     assert [c.file for c in cases] == ["a_caught.txt", "b_early.txt", "c_bounded.txt", "d_clean.txt", "e_fp.txt"]
     a = cases[0]
     assert (a.kind, a.verdict, a.channel, a.loop_start, a.first_repeat, a.loop_end) == (
-        "text", "loop", "reasoning", L, FIRST_REPEAT, None,
+        "text",
+        "loop",
+        "reasoning",
+        L,
+        FIRST_REPEAT,
+        None,
     )
     assert a.text == LOOP_TEXT
     assert cases[3].loop_start is None and cases[3].text == INTRO
@@ -213,10 +217,24 @@ def test_text_channel_masks_fences(tmp_path: Path) -> None:
     # inside a fence on the "text" channel the loop is masked; "reasoning" sees it
     text = "Here:\n```\n" + UNIT * 30 + "```\nDone.\n"
     index = [
-        {"file": "t.txt", "kind": "text", "verdict": "loop", "channel": "answer",
-         "loop_start": 10, "first_repeat": 61, "loop_end": None},
-        {"file": "r.txt", "kind": "text", "verdict": "loop", "channel": "reasoning",
-         "loop_start": 10, "first_repeat": 61, "loop_end": None},
+        {
+            "file": "t.txt",
+            "kind": "text",
+            "verdict": "loop",
+            "channel": "answer",
+            "loop_start": 10,
+            "first_repeat": 61,
+            "loop_end": None,
+        },
+        {
+            "file": "r.txt",
+            "kind": "text",
+            "verdict": "loop",
+            "channel": "reasoning",
+            "loop_start": 10,
+            "first_repeat": 61,
+            "loop_end": None,
+        },
     ]
     cases = load_cases(make_dir(tmp_path, index, {"t.txt": text, "r.txt": text}))
     assert [c.channel for c in cases] == ["text", "reasoning"]
@@ -230,10 +248,15 @@ def test_text_result_does_not_depend_on_chunking(text_dir: Path, chunk: int) -> 
     seed_numbers = TextConfig("fuse", enabled=["E", "L", "S", "C", "P"])  # all five at the seeds' numbers
     result = evaluate_text_case(case, seed_numbers, chunk=chunk)
     assert (result.outcome, result.at, result.latency, result.detector) == (
-        "caught", CYCLE_AT, CYCLE_AT - FIRST_REPEAT, "cycle",
+        "caught",
+        CYCLE_AT,
+        CYCLE_AT - FIRST_REPEAT,
+        "cycle",
     )
     assert [(e.at, e.detector) for e in result.events] == [
-        (1200, "cycle"), (2000, "lowdiv_tail"), (2000, "lowdiv_sliding"),
+        (1200, "cycle"),
+        (2000, "lowdiv_tail"),
+        (2000, "lowdiv_sliding"),
     ]
 
 
@@ -350,7 +373,9 @@ def test_tool_replay_protocol_with_a_fake_guard() -> None:
     result = evaluate_tool_case(tool_case("loop", calls, loop_start_call=1, fire_by_call=3), guard)
     # call 2 returns the same result again: notice (D1) at 2; call 3 is denied before it runs
     assert [(e.at, e.action, e.detector) for e in result.events] == [
-        (2, "notice", "D1"), (3, "deny", "I3"), (4, "deny", "I3"),
+        (2, "notice", "D1"),
+        (3, "deny", "I3"),
+        (4, "deny", "I3"),
     ]
     assert (result.outcome, result.at, result.latency, result.detector, result.notices) == ("caught", 2, 1, "D1", 1)
     steps = [entry[0] for entry in guard.log]
@@ -358,8 +383,14 @@ def test_tool_replay_protocol_with_a_fake_guard() -> None:
     assert {entry[1] for entry in guard.log} == {"t.json"}
     assert guard.log[3] == ("after", "t.json", "bash", "True")  # the error flag is passed on
     assert result.to_dict() == {
-        "file": "t.json", "kind": "tool_calls", "verdict": "loop", "outcome": "caught",
-        "at": 2, "latency": 1, "detector": "D1", "notices": 1,
+        "file": "t.json",
+        "kind": "tool_calls",
+        "verdict": "loop",
+        "outcome": "caught",
+        "at": 2,
+        "latency": 1,
+        "detector": "D1",
+        "notices": 1,
     }
 
 
@@ -378,10 +409,13 @@ def test_tool_loop_fired_too_late_is_missed() -> None:
 
 
 def test_load_tool_case(tmp_path: Path) -> None:
-    calls = [{"tool": "grep", "args": {"pattern": "x", "path": "src"}, "result": "none"},
-             {"tool": "bash", "args": {"cmd": "false"}, "result": "exit 1", "error": True}]
-    index = [{"file": "t.json", "kind": "tool_calls", "verdict": "loop", "calls": 2,
-              "loop_start_call": 0, "fire_by_call": 1}]
+    calls = [
+        {"tool": "grep", "args": {"pattern": "x", "path": "src"}, "result": "none"},
+        {"tool": "bash", "args": {"cmd": "false"}, "result": "exit 1", "error": True},
+    ]
+    index = [
+        {"file": "t.json", "kind": "tool_calls", "verdict": "loop", "calls": 2, "loop_start_call": 0, "fire_by_call": 1}
+    ]
     [case] = load_cases(make_dir(tmp_path, index, {"t.json": json.dumps(calls)}))
     assert case.calls == (
         ToolCall("grep", {"pattern": "x", "path": "src"}, "none", False),
@@ -392,7 +426,10 @@ def test_load_tool_case(tmp_path: Path) -> None:
 
 def test_tool_cases_through_the_real_guard(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     failing = {
-        "tool": "bash", "args": {"cmd": "npm run build"}, "result": "error TS2307: Cannot find module", "error": True,
+        "tool": "bash",
+        "args": {"cmd": "npm run build"},
+        "result": "error TS2307: Cannot find module",
+        "error": True,
     }
     loop = [{"tool": "bash", "args": {"cmd": "npm ci"}, "result": "added 812 packages"}] + [failing] * 5
     varied = [
@@ -401,8 +438,14 @@ def test_tool_cases_through_the_real_guard(capsys: pytest.CaptureFixture[str], t
         {"tool": "bash", "args": {"cmd": "pytest -q"}, "result": "1 passed"},
     ]
     index = [
-        {"file": "loop.json", "kind": "tool_calls", "verdict": "loop", "calls": 6,
-         "loop_start_call": 1, "fire_by_call": 3},
+        {
+            "file": "loop.json",
+            "kind": "tool_calls",
+            "verdict": "loop",
+            "calls": 6,
+            "loop_start_call": 1,
+            "fire_by_call": 3,
+        },
         {"file": "fine.json", "kind": "tool_calls", "verdict": "not-loop", "calls": 3},
     ]
     root = make_dir(tmp_path, index, {"loop.json": json.dumps(loop), "fine.json": json.dumps(varied)})

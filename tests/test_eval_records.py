@@ -1,4 +1,4 @@
-"""``loopguard eval`` on labelled JSON Lines text records (SPEC §9 last paragraph; issue 14 item 4).
+"""``loopguard eval`` on labelled JSON Lines text records (spec §9 last paragraph; issue 14 item 4).
 
 Record loading and skipping, the Wilson interval against hand-computed
 numbers, the Session replay rule (first cut/cancel = the stop at ``i + delta``,
@@ -23,6 +23,7 @@ import pytest
 import loopguard
 import loopguard.evaluate_records as er
 import loopguard.session
+from conftest import CASES, DATA
 from loopguard.cli import main
 from loopguard.errors import InputError
 from loopguard.evaluate_records import (
@@ -39,8 +40,6 @@ from loopguard.evaluate_records import (
     wilson,
     worst_records,
 )
-
-from conftest import CASES, DATA
 
 BENCH = DATA / "real" / "bench"
 TOOLS = DATA.parent / "tools"
@@ -118,15 +117,18 @@ def test_module_doctests() -> None:
 def test_load_jsonl_and_gz_folder_sorted_with_skips(tmp_path: Path) -> None:
     folder = tmp_path / "recs"
     (folder / "sub").mkdir(parents=True)
-    write_jsonl(folder / "b.jsonl", [
-        {"id": "b1", "text": "hello", "looping": False, "model": "m1", "task": "t1", "extra": 1},
-        "",  # a blank line is ignored
-        {"calls": [{"tool": "ls", "args": {}}], "label": "loop"},  # a trajectory record
-        [1, 2, 3],  # JSON, but not an object
-        {"id": "b4", "text": "x", "looping": "yes"},  # a text record with an invalid label
-        {"id": "b5", "text": "y", "looping": True, "loop_start": -3},
-        {"text": "no id", "looping": None},
-    ])
+    write_jsonl(
+        folder / "b.jsonl",
+        [
+            {"id": "b1", "text": "hello", "looping": False, "model": "m1", "task": "t1", "extra": 1},
+            "",  # a blank line is ignored
+            {"calls": [{"tool": "ls", "args": {}}], "label": "loop"},  # a trajectory record
+            [1, 2, 3],  # JSON, but not an object
+            {"id": "b4", "text": "x", "looping": "yes"},  # a text record with an invalid label
+            {"id": "b5", "text": "y", "looping": True, "loop_start": -3},
+            {"text": "no id", "looping": None},
+        ],
+    )
     zipped = {"id": "a1", "text": "zipped", "looping": True, "loop_start": 2}
     write_jsonl(folder / "sub" / "a.jsonl.gz", [zipped], gz=True)
     (folder / "README.md").write_text("not read", encoding="utf-8")
@@ -218,23 +220,37 @@ def test_hand_built_set_exact_counts(tmp_path: Path) -> None:
     by_id = {r.record.id: r for r in report.results["default"]}
     got = by_id["loop"].stop
     assert got is not None and got.at == stop and got.action == verdict.action
-    assert (got.kind, got.position, got.cut) == (verdict.detection.kind, verdict.detection.position,
-                                                 verdict.detection.cut)
+    assert (got.kind, got.position, got.cut) == (
+        verdict.detection.kind,
+        verdict.detection.position,
+        verdict.detection.cut,
+    )
     assert got.evidence == verdict.detection.to_dict()["evidence"]
     assert by_id["clean"].stop is None and by_id["clean"].notice is None
     s = summarize_records(report.results["default"])
     assert s["records"] == 5
     assert s["clean"] | {"cut_ci": None, "notice_ci": None} == {
-        "n": 2, "cut": 1, "cut_rate": 0.5, "cut_ci": None, "notice": 0, "notice_rate": 0.0, "notice_ci": None,
+        "n": 2,
+        "cut": 1,
+        "cut_rate": 0.5,
+        "cut_ci": None,
+        "notice": 0,
+        "notice_rate": 0.0,
+        "notice_ci": None,
         "cut_kinds": {verdict.detection.kind: 1},
     }
     assert s["clean"]["cut_ci"] == [pytest.approx(x) for x in wilson(1, 2)]
     # both loops are cut: latencies stop - 542 and -100 (early)
     lat = sorted([stop - LOOP_START, -100])
     assert s["loop"] == {
-        "n": 2, "cut": 2, "recall": 1.0, "recall_ci": [pytest.approx(x) for x in wilson(2, 2)], "latency_n": 2,
+        "n": 2,
+        "cut": 2,
+        "recall": 1.0,
+        "recall_ci": [pytest.approx(x) for x in wilson(2, 2)],
+        "latency_n": 2,
         "latency_p50": (lat[0] + lat[1]) / 2,
-        "latency_p90": lat[1], "early": 1,
+        "latency_p90": lat[1],
+        "early": 1,
     }
     assert s["null"] == {"n": 1, "cut": 1, "notice": 0}
     groups = report.groups("default", "task")
@@ -309,8 +325,10 @@ def test_cli_text_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert lines[0] == "records: 5 text records from 1 file (2 clean, 2 loop, 1 null; skipped: none)"
     assert "profile default:" in lines
     assert "  clean 2: cut 1/2 = 50.00% [9.45, 90.55], notice 0/2 = 0.00% [0.00, 65.76]" in lines
-    assert any(line.startswith("  loops 2: cut 2/2 = 100.0% [34.2, 100.0], latency p50 ") and "1 early" in line
-               for line in lines)
+    assert any(
+        line.startswith("  loops 2: cut 2/2 = 100.0% [34.2, 100.0], latency p50 ") and "1 early" in line
+        for line in lines
+    )
     assert "  null 1: cut 1, notice 0 (not in the rates)" in lines
     assert "  by task:" in lines and any(line.startswith("    t2 (3): clean cut 1/1") for line in lines)
     assert any(line.startswith(f"    1. mislabelled · {verdict.action} · {verdict.detection.kind}") for line in lines)
@@ -329,7 +347,10 @@ def test_cli_json_profiles_and_mixed_with_case_folder(capsys: pytest.CaptureFixt
     mixed = json.loads(out)
     assert {k: mixed[k] for k in plain} == plain  # the first case run is the default profile, as before
     assert [(run["dir"], run["profile"]) for run in mixed["case_runs"]] == [
-        (str(CASES), "default"), (str(CASES), "fuse"), (str(CASES), "rescue")]
+        (str(CASES), "default"),
+        (str(CASES), "fuse"),
+        (str(CASES), "rescue"),
+    ]
     rec = mixed["records"]
     assert (rec["files"], rec["records"], rec["skipped"], rec["delta"]) == ([str(path)], 5, {}, 16)
     assert list(rec["profiles"]) == ["default", "fuse", "rescue"]
@@ -342,8 +363,20 @@ def test_cli_json_profiles_and_mixed_with_case_folder(capsys: pytest.CaptureFixt
     assert rows[0]["stop"] == stop and rows[1]["stop"] is None and rows[0]["length"] == len(LOOP_TEXT)
     assert [w["id"] for w in default["worst"]] == ["mislabelled"]
     # repeated --profile: each once, in order
-    code, out, _ = run(capsys, "eval", path, "--json", "--profile", "rescue", "--profile", "rescue",
-                       "--profile", "default", "--jobs", "1")
+    code, out, _ = run(
+        capsys,
+        "eval",
+        path,
+        "--json",
+        "--profile",
+        "rescue",
+        "--profile",
+        "rescue",
+        "--profile",
+        "default",
+        "--jobs",
+        "1",
+    )
     assert list(json.loads(out)["records"]["profiles"]) == ["rescue", "default"]
 
 
@@ -372,8 +405,9 @@ def test_agrees_with_cutbench_on_the_bench() -> None:
     records = [TextRecord(r["text"], r["looping"], r.get("loop_start"), r.get("id")) for r in rows]
     ours = replay_records(records, ["default"], jobs=2)["default"]
     cutbench._init(16)
-    theirs = [cutbench.work(dict(text=r["text"], looping=r.get("looping"), loop_start=r.get("loop_start")))
-              for r in rows]
+    theirs = [
+        cutbench.work(dict(text=r["text"], looping=r.get("looping"), loop_start=r.get("loop_start"))) for r in rows
+    ]
     got = [(r.record.looping, r.record.loop_start, r.stop and r.stop.at, r.notice and r.notice.at) for r in ours]
     assert got == [tuple(t) for t in theirs]
     assert any(t[2] is not None for t in theirs) and any(t[2] is None for t in theirs)  # both kinds present

@@ -1,4 +1,4 @@
-"""ToolGuard (SPEC §5.2, §7; seed 001 D1–D5 / I1–I5, seed 002 ②b ② ③, loopguard's cycles).
+"""ToolGuard (spec §5.2, §7; seed 001 D1–D5 / I1–I5, seed 002 ②b ② ③, loopguard's cycles).
 
 Every test replays a hand-built call sequence and asserts the exact outcome:
 actions, kinds, rules, call indices, evidence numbers and hash prefixes
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -70,8 +70,9 @@ class Harness:
         self.decisions: list[Decision] = []
         self.interventions: list[list[Intervention]] = []
 
-    def call(self, tool: str, args: Any, result: Any = "ok", *, error: bool = False,
-             sid: Any = None) -> tuple[Decision, list[Intervention]]:
+    def call(
+        self, tool: str, args: Any, result: Any = "ok", *, error: bool = False, sid: Any = None
+    ) -> tuple[Decision, list[Intervention]]:
         """One call; the interventions are ``[]`` when the call was not allowed to run."""
         sid = self.sid if sid is None else sid
         d = check_decision(self.guard.before_call(sid, tool, args))
@@ -103,7 +104,7 @@ def relaxed(**more: Any) -> dict[str, Any]:
 
 
 def test_spec_public_surface_exports_toolguard() -> None:
-    """SPEC §8: ``loopguard.ToolGuard(config)`` is public surface."""
+    """spec §8: ``loopguard.ToolGuard(config)`` is public surface."""
     import loopguard
 
     assert loopguard.ToolGuard is ToolGuard
@@ -116,11 +117,21 @@ def test_config_defaults_are_the_seed_table() -> None:
     assert c.exclude == ("job_output", "job_kill", "job_list", "ask_user_question", "schedule_*", "todo_write")
     assert c.search_tools == ("grep", "search", "search_file_content")
     assert c.scope_fields == ("path", "include")
-    assert (c.unscoped_search, c.arguments_preview_chars, c.overlap_threshold, c.overlap_window) == ("deny", 300, 0.9, 10)
+    assert (c.unscoped_search, c.arguments_preview_chars, c.overlap_threshold, c.overlap_window) == (
+        "deny",
+        300,
+        0.9,
+        10,
+    )
     assert (c.error_watch_steps, c.remedial_tools, c.anchor_window) == (3, ("read",), 5)
     assert (c.replay_detection, c.min_replay_chars, c.circuit_break_after) == (True, 100, 6)
     assert (c.repeat_call_limit, c.repeat_call_exempt) == (6, ("job_output", "job_list"))
-    assert (c.stall_minutes, c.stall_minutes_with_tool, c.strikes_before_cancel, c.strike_window_minutes) == (10, 45, 2, 120)
+    assert (c.stall_minutes, c.stall_minutes_with_tool, c.strikes_before_cancel, c.strike_window_minutes) == (
+        10,
+        45,
+        2,
+        120,
+    )
 
 
 # =========================================================================== D1
@@ -159,8 +170,10 @@ def test_d1_alternative_without_a_match_line_is_generic_and_for_errors_names_the
     t = Harness()
     t.call("bash", {"command": "make"}, "nothing to do")
     t.call("bash", {"command": "make"}, "nothing to do")
-    assert "read or edit a file, run a different command, use another tool, or ask the user." in \
-        t.request("bash", {"command": "make"}).reason
+    assert (
+        "read or edit a file, run a different command, use another tool, or ask the user."
+        in t.request("bash", {"command": "make"}).reason
+    )
     t.call("bash", {"command": "make test"}, "boom", error=True)
     t.call("bash", {"command": "make test"}, "boom", error=True)
     d = t.request("bash", {"command": "make test"})
@@ -202,7 +215,11 @@ def test_d1_escape_run_with_a_different_result_resets_the_chain() -> None:
     assert d5.action == "allow" and summary(i5) == [("notice", "repeat", "D1", 5)]
     assert i5[0].evidence == {"count": 3, "hash": h16(r2)}
     d6 = t.request("grep", GREP)
-    assert (d6.action, d6.kind, d6.evidence) == ("deny", "repeat", {"count": 3, "limit": 3, "hash": h16(r2), "replay": False})
+    assert (d6.action, d6.kind, d6.evidence) == (
+        "deny",
+        "repeat",
+        {"count": 3, "limit": 3, "hash": h16(r2), "replay": False},
+    )
     assert ESCAPE in d6.reason  # a new chain has a new escape run
 
 
@@ -319,7 +336,11 @@ def test_d1_repeat_limit_3() -> None:
     d2, i2 = t.call("grep", GREP, GREP_RESULT)
     assert summary(i2) == [("notice", "repeat", "D1", 2)] and i2[0].evidence["count"] == 3
     d3 = t.request("grep", GREP)
-    assert (d3.action, d3.call_index, d3.evidence) == ("deny", 3, {"count": 3, "limit": 3, "hash": h16(GREP_RESULT), "replay": False})
+    assert (d3.action, d3.call_index, d3.evidence) == (
+        "deny",
+        3,
+        {"count": 3, "limit": 3, "hash": h16(GREP_RESULT), "replay": False},
+    )
     assert "already executed 3 times" in d3.reason
 
 
@@ -330,7 +351,9 @@ def test_d1_arguments_as_json_string_and_reordered_dict_are_one_key() -> None:
     assert summary(i1) == [("notice", "repeat", "D1", 1)]
     d2 = t.request("grep", '{"path":"src","pattern":"needle"}')
     assert (d2.action, d2.kind) == ("deny", "repeat")
-    assert call_hash("grep", '{"pattern": "needle", "path": "src"}') == call_hash("grep", {"path": "src", "pattern": "needle"})
+    assert call_hash("grep", '{"pattern": "needle", "path": "src"}') == call_hash(
+        "grep", {"path": "src", "pattern": "needle"}
+    )
 
 
 def test_d1_other_arguments_are_another_key() -> None:
@@ -419,7 +442,9 @@ def test_d1_prime_replay_lowers_the_deny_threshold_to_1() -> None:
     g = ToolGuard()
     t = Harness(g)
     for expected in (False, True):
-        assert g.observe_attempt("s", reasoning=LONG_REASONING, text="Searching.", tool_calls=[("grep", GREP)]) is expected
+        assert (
+            g.observe_attempt("s", reasoning=LONG_REASONING, text="Searching.", tool_calls=[("grep", GREP)]) is expected
+        )
     assert g.replay_mode("s") is True
     d0, i0 = t.call("grep", GREP, GREP_RESULT)
     assert (d0.action, i0) == ("allow", [])
@@ -559,7 +584,9 @@ def test_d3_failure_then_three_non_remedial_calls() -> None:
     _, ivs = t.call("bash", {"command": "ls"}, "a.py b.py")
     assert summary(ivs) == [("notice", "error_avoidance", "D3", 3)]
     assert ivs[0].evidence == {"steps": 3} and ivs[0].tool == "bash"
-    assert ivs[0].text.startswith("[loopguard] `edit` failed 3 calls ago and nothing since has addressed the error (no `read`")
+    assert ivs[0].text.startswith(
+        "[loopguard] `edit` failed 3 calls ago and nothing since has addressed the error (no `read`"
+    )
     assert t.call("bash", {"command": "pwd"}, "/w")[1] == []  # the watch is over
 
 
@@ -705,7 +732,10 @@ def test_i5_breaker_as_an_intervention_after_a_call() -> None:
     t.call("lookup", {"q": 0}, FIVE)
     for i in range(1, 5):
         assert summary(t.call("lookup", {"q": i}, FIVE)[1]) == [("notice", "drift", "D2", i)]
-    assert summary(t.call("lookup", {"q": 5}, FIVE)[1]) == [("notice", "drift", "D2", 5), ("notice", "no_progress", "D4", 5)]
+    assert summary(t.call("lookup", {"q": 5}, FIVE)[1]) == [
+        ("notice", "drift", "D2", 5),
+        ("notice", "no_progress", "D4", 5),
+    ]
     d, ivs = t.call("lookup", {"q": 6}, FIVE)
     assert d.action == "allow"
     assert summary(ivs) == [("notice", "drift", "D2", 6), ("cancel", "circuit_breaker", "I5", 6)]
@@ -736,7 +766,11 @@ def test_d1_default_sequence_the_sixth_identical_request_is_a_repeat_streak_canc
     t.request("grep", GREP)
     d = t.request("grep", GREP)
     assert [(x.action, x.kind) for x in t.decisions] == [
-        ("allow", None), ("allow", None), ("deny", "repeat"), ("allow", "repeat"), ("deny", "locked"),
+        ("allow", None),
+        ("allow", None),
+        ("deny", "repeat"),
+        ("allow", "repeat"),
+        ("deny", "locked"),
         ("cancel", "repeat_streak"),
     ]
     assert d.evidence["count"] == 6
@@ -773,7 +807,13 @@ C = ("lookup", {"q": "x"}, "found x")
 def test_cycle_with_default_config_d1_fires_first() -> None:
     t = Harness()
     out = [t.call(*(A, B)[i % 2]) for i in range(5)]
-    assert [summary(ivs) for _, ivs in out] == [[], [], [], [("notice", "repeat", "D1", 3)], [("notice", "repeat", "D1", 4)]]
+    assert [summary(ivs) for _, ivs in out] == [
+        [],
+        [],
+        [],
+        [("notice", "repeat", "D1", 3)],
+        [("notice", "repeat", "D1", 4)],
+    ]
     d = t.request(*B[:2])
     assert (d.action, d.kind, d.call_index) == ("deny", "repeat", 5)
 
@@ -1190,8 +1230,14 @@ SECRET_ARGS = {
     "password": "correct-horse-battery",
 }
 SECRET_FRAGMENTS = [
-    "sk-proj-AbCdEfGh0123456789IjKlMnOp", "AbCdEfGh0123456789", "tok_live_9f8e7d6c5b4a3928", "9f8e7d6c5b4a3928",
-    "eyJhbGciOiJIUzI1NiJ9", "dozjgNryP4J3jVmNHl0w5N", "hunter2xyz", "correct-horse-battery",
+    "sk-proj-AbCdEfGh0123456789IjKlMnOp",
+    "AbCdEfGh0123456789",
+    "tok_live_9f8e7d6c5b4a3928",
+    "9f8e7d6c5b4a3928",
+    "eyJhbGciOiJIUzI1NiJ9",
+    "dozjgNryP4J3jVmNHl0w5N",
+    "hunter2xyz",
+    "correct-horse-battery",
 ]
 
 
@@ -1267,8 +1313,17 @@ def test_no_argument_or_result_values_in_evidence() -> None:
             for iv in ivs:
                 assert marker not in json.dumps(iv.evidence) and rmarker not in json.dumps(iv.evidence)
                 kinds.add(iv.kind)
-    assert {"drift", "error_avoidance", "cycle", "unscoped_search", "repeat_streak", "circuit_breaker",
-            "repeat", "locked", "no_progress"} <= kinds
+    assert {
+        "drift",
+        "error_avoidance",
+        "cycle",
+        "unscoped_search",
+        "repeat_streak",
+        "circuit_breaker",
+        "repeat",
+        "locked",
+        "no_progress",
+    } <= kinds
 
 
 # =========================================================================== config validation
@@ -1320,16 +1375,44 @@ def test_from_mapping_unknown_key() -> None:
 
 def test_from_mapping_accepts_the_seed_camel_case_table() -> None:
     seed = {
-        "repeatLimit": 3, "escapeRuns": 2, "noticeOnly": True, "include": [], "exclude": ["job_output"],
-        "searchTools": ["grep"], "scopeFields": ["path"], "unscopedSearch": "allow",
-        "argumentsPreviewChars": 50, "overlapThreshold": 0.8, "overlapWindow": 4, "errorWatchSteps": 2,
-        "remedialTools": ["read", "view"], "anchorWindow": 7, "replayDetection": False, "minReplayChars": 10,
+        "repeatLimit": 3,
+        "escapeRuns": 2,
+        "noticeOnly": True,
+        "include": [],
+        "exclude": ["job_output"],
+        "searchTools": ["grep"],
+        "scopeFields": ["path"],
+        "unscopedSearch": "allow",
+        "argumentsPreviewChars": 50,
+        "overlapThreshold": 0.8,
+        "overlapWindow": 4,
+        "errorWatchSteps": 2,
+        "remedialTools": ["read", "view"],
+        "anchorWindow": 7,
+        "replayDetection": False,
+        "minReplayChars": 10,
         "circuitBreakAfter": 9,
     }
     c = ToolGuardConfig.from_mapping(seed)
-    assert (c.repeat_limit, c.escape_runs, c.notice_only, c.exclude, c.search_tools) == (3, 2, True, ("job_output",), ("grep",))
-    assert (c.unscoped_search, c.arguments_preview_chars, c.overlap_threshold, c.overlap_window) == ("allow", 50, 0.8, 4)
-    assert (c.error_watch_steps, c.remedial_tools, c.anchor_window, c.replay_detection) == (2, ("read", "view"), 7, False)
+    assert (c.repeat_limit, c.escape_runs, c.notice_only, c.exclude, c.search_tools) == (
+        3,
+        2,
+        True,
+        ("job_output",),
+        ("grep",),
+    )
+    assert (c.unscoped_search, c.arguments_preview_chars, c.overlap_threshold, c.overlap_window) == (
+        "allow",
+        50,
+        0.8,
+        4,
+    )
+    assert (c.error_watch_steps, c.remedial_tools, c.anchor_window, c.replay_detection) == (
+        2,
+        ("read", "view"),
+        7,
+        False,
+    )
     assert (c.min_replay_chars, c.circuit_break_after) == (10, 9)
     assert ToolGuard(seed).config == c
     assert ToolGuardConfig.from_mapping({"repeat_limit": 3}).repeat_limit == 3
@@ -1337,8 +1420,12 @@ def test_from_mapping_accepts_the_seed_camel_case_table() -> None:
 
 @pytest.mark.parametrize(
     ("data", "key"),
-    [({"repeatLimit": 0}, "repeatLimit"), ({"overlapThreshold": 1.5}, "overlapThreshold"),
-     ({"unscopedSearch": "block"}, "unscopedSearch"), ({"include": "grep"}, "include")],
+    [
+        ({"repeatLimit": 0}, "repeatLimit"),
+        ({"overlapThreshold": 1.5}, "overlapThreshold"),
+        ({"unscopedSearch": "block"}, "unscopedSearch"),
+        ({"include": "grep"}, "include"),
+    ],
 )
 def test_from_mapping_bad_camel_case_values_name_the_key(data: dict[str, Any], key: str) -> None:
     """The error names the key as the user wrote it."""
@@ -1419,7 +1506,10 @@ def test_nan_and_non_json_results_work() -> None:
 
 
 def test_normalize_result_examples() -> None:
-    assert normalize_result({"ok": False, "request_id": "req_1", "error": {"trace-id": "t"}}) == {"ok": False, "error": {}}
+    assert normalize_result({"ok": False, "request_id": "req_1", "error": {"trace-id": "t"}}) == {
+        "ok": False,
+        "error": {},
+    }
     assert normalize_result("2 of 6 replicas ready (took 1.5s)") == "2 of 6 replicas ready (took <duration>)"
 
 
@@ -1427,7 +1517,7 @@ def test_normalize_result_examples() -> None:
 
 
 def test_d1_escape_runs_2_allows_two_escape_runs_before_locking() -> None:
-    """SPEC §5.2: "Insisting … is allowed ``escape_runs`` times; if that run returns the same hash the key
+    """spec §5.2: "Insisting … is allowed ``escape_runs`` times; if that run returns the same hash the key
     is locked". With ``escape_runs=2`` the second insisting run must still be possible."""
     t = Harness(escape_runs=2, repeat_call_limit=1000, circuit_break_after=1000)
     t.call("grep", GREP, GREP_RESULT)
@@ -1455,7 +1545,7 @@ def test_d5_notice_only_runs_the_search_with_a_notice() -> None:
 
 
 def test_i5_counts_interventions_since_the_last_progress() -> None:
-    """SPEC/seed: "consecutive interventions without progress": a call with neither an intervention nor
+    """spec/seed: "consecutive interventions without progress": a call with neither an intervention nor
     new information does not restart the count."""
     t = Harness(repeat_limit=3)
     t.call("bash", {"command": "ls"}, "a.py")  # new

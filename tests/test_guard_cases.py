@@ -25,7 +25,7 @@ TOOL_CASES = [e for e in ENTRIES if e["kind"] == "tool_calls"]
 
 
 def replay(calls: list[dict[str, Any]]) -> list[tuple[int, str, str]]:
-    """(call index, action, kind) of every non-allow decision and every intervention (SPEC §9)."""
+    """(call index, action, kind) of every non-allow decision and every intervention (spec §9)."""
     guard = ToolGuard()
     events: list[tuple[int, str, str]] = []
     for i, call in enumerate(calls):
@@ -111,8 +111,11 @@ def test_eps_traj_third_identical_submit_is_denied() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in sorted((DATA / "real").glob("*/*")) if p.suffix in (".traj", ".jsonl") and p.name != "eps.traj"
-     and p.parent.name != "reasoning"],
+    [
+        p
+        for p in sorted((DATA / "real").glob("*/*"))
+        if p.suffix in (".traj", ".jsonl") and p.name != "eps.traj" and p.parent.name != "reasoning"
+    ],
     ids=lambda p: p.name[:24],
 )
 def test_other_real_logs_get_no_deny(path: Path) -> None:

@@ -1,4 +1,4 @@
-"""ToolGuard on hostile input and the loop shapes a fresh review found (SPEC §5.2, §7)."""
+"""ToolGuard on hostile input and the loop shapes a fresh review found (spec §5.2, §7)."""
 
 from __future__ import annotations
 
@@ -46,13 +46,13 @@ def test_other_odd_arguments() -> None:
         guard.after_call("s", "t", args, "ok")
     # an integer of more digits than Python prints (sys.get_int_max_str_digits, 4300): hashed by
     # its hexadecimal text, so it is a call like any other (it raised ValueError from repr before)
-    huge = {"q": 10 ** 5000}
+    huge = {"q": 10**5000}
     actions = []
     for _ in range(3):
         actions.append(guard.before_call("s", "fetch", huge).action)
         guard.after_call("s", "fetch", huge, "same")
     assert actions == ["allow", "allow", "deny"]
-    assert guard.before_call("s", "fetch", {"q": 10 ** 5000 + 1}).action == "allow"  # another number
+    assert guard.before_call("s", "fetch", {"q": 10**5000 + 1}).action == "allow"  # another number
 
 
 def test_a_secret_after_an_escaped_newline_stays_out_of_the_deny_reason() -> None:
@@ -186,7 +186,7 @@ def test_threads_share_one_guard() -> None:
                 args = {"i": i % 7, "n": n}
                 if guard.before_call(f"s{n % 2}", "t", args).allowed:
                     guard.after_call(f"s{n % 2}", "t", args, f"r{i}")
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]

@@ -19,8 +19,12 @@ from loopguard.shell import changes_state, command_of, parse, search_scope
 WRAP_EMPTY = "<returncode>0</returncode>\n<output>\n</output>"
 SILENT = "Your command ran successfully and did not produce any output.\n(Open file: n/a)\n(Current directory: /repo)\nbash-$"
 FAIL = "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nAssertionError: 1 != 2\n</output>"
-SEED = {"ignore_boilerplate": False, "drift_confirm": False, "mask_failure_counters": False,
-        "progress_resets_repeats": False}
+SEED = {
+    "ignore_boilerplate": False,
+    "drift_confirm": False,
+    "mask_failure_counters": False,
+    "progress_resets_repeats": False,
+}
 
 
 def bash(command: str) -> tuple[str, dict[str, str]]:
@@ -58,15 +62,23 @@ def test_content_lines_and_nothing() -> None:
 def test_failures_and_their_counters() -> None:
     assert is_failure("ok", error=True) and is_failure("bash: x: command not found")
     assert not is_failure("3 passed in 0.2s") and not is_failure("Script completed successfully, no errors.")
-    assert mask_counters("/bin/bash: line 3487: ls.dvc: command not found") == "/bin/bash: line #: ls.dvc: command not found"
+    assert (
+        mask_counters("/bin/bash: line 3487: ls.dvc: command not found")
+        == "/bin/bash: line #: ls.dvc: command not found"
+    )
     assert mask_counters('File "a.py", line 12, in f') == 'File "a.py", line #, in f'
     # quantities stay: a rollout that makes progress is not the same failure
-    assert mask_counters("error: 2 of 6 updated replicas are available") == "error: 2 of 6 updated replicas are available"
+    assert (
+        mask_counters("error: 2 of 6 updated replicas are available") == "error: 2 of 6 updated replicas are available"
+    )
 
 
 def test_shell_parse() -> None:
     assert [c.words for c in parse("cd src && FOO=1 sudo -E grep -rn 'a b' . | head -3")] == [
-        ("cd", "src"), ("grep", "-rn", "a b", "."), ("head", "-3")]
+        ("cd", "src"),
+        ("grep", "-rn", "a b", "."),
+        ("head", "-3"),
+    ]
     assert parse("cat <<'EOF' > a.py\nrm -rf /\nEOF\npython a.py")[0].writes == ("a.py",)
     assert [c.name for c in parse("cat <<'EOF' > a.py\nrm -rf /\nEOF\npython a.py")] == ["cat", "python"]
     assert parse("ls > /dev/null 2>&1")[0].writes == ()
@@ -77,21 +89,45 @@ def test_shell_parse() -> None:
     assert command_of("python", "pytest -q") is None and command_of("bash", {"cmd": "ls"}) == "ls"
 
 
-@pytest.mark.parametrize(("command", "changes"), [
-    ("cat a.py | grep x", False), ("python t.py", False), ("ls -la > /dev/null", False), ("git diff", False),
-    ("git checkout a.py", True), ("cp a.bak a.py", True), ("sed -i 's/a/b/' f.py", True), ("echo x >> f.py", True),
-    ("pip install -e .", True), ("python -m pip install x", True), ("cd src", True), ("sudo -E mv a b", True),
-])
+@pytest.mark.parametrize(
+    ("command", "changes"),
+    [
+        ("cat a.py | grep x", False),
+        ("python t.py", False),
+        ("ls -la > /dev/null", False),
+        ("git diff", False),
+        ("git checkout a.py", True),
+        ("cp a.bak a.py", True),
+        ("sed -i 's/a/b/' f.py", True),
+        ("echo x >> f.py", True),
+        ("pip install -e .", True),
+        ("python -m pip install x", True),
+        ("cd src", True),
+        ("sudo -E mv a b", True),
+    ],
+)
 def test_shell_state_changes(command: str, changes: bool) -> None:
     assert changes_state(parse(command)) is changes
 
 
-@pytest.mark.parametrize(("command", "scope"), [
-    ("grep -r 'class Btn' sepal_ui", "scoped"), ("grep -rn x src/ tests/", "scoped"), ("git grep foo -- src", "scoped"),
-    ("grep -r x .", "root"), ("grep -r x", "root"), ("rg TODO", "root"), ("grep -r --include=*.py x .", "root"),
-    ("grep -r x /", "machine"), ("rg -l TODO ~", "machine"), ("grep -rn x src /", "machine"),
-    ("grep -n x a.py", None), ("cat a.py | grep x", None), ("ls -R", None),
-])
+@pytest.mark.parametrize(
+    ("command", "scope"),
+    [
+        ("grep -r 'class Btn' sepal_ui", "scoped"),
+        ("grep -rn x src/ tests/", "scoped"),
+        ("git grep foo -- src", "scoped"),
+        ("grep -r x .", "root"),
+        ("grep -r x", "root"),
+        ("rg TODO", "root"),
+        ("grep -r --include=*.py x .", "root"),
+        ("grep -r x /", "machine"),
+        ("rg -l TODO ~", "machine"),
+        ("grep -rn x src /", "machine"),
+        ("grep -n x a.py", None),
+        ("cat a.py | grep x", None),
+        ("ls -R", None),
+    ],
+)
 def test_shell_search_scope(command: str, scope: str | None) -> None:
     assert search_scope(parse(command)) == scope
 
@@ -118,9 +154,15 @@ def test_silent_writes_in_an_exit_code_wrapper_are_progress_not_drift() -> None:
     # 5 calls without new information (I4 at 6), the re-run's 2nd identical result (I1 at 7)
     # and the 6th intervention in a row: the breaker cancels at 7
     assert replay(calls, **SEED) == [
-        (2, "notice", "drift"), (3, "notice", "drift"), (4, "notice", "drift"), (5, "notice", "drift"),
-        (6, "notice", "drift"), (6, "notice", "no_progress"),
-        (7, "notice", "repeat"), (7, "notice", "drift"), (7, "cancel", "circuit_breaker"),
+        (2, "notice", "drift"),
+        (3, "notice", "drift"),
+        (4, "notice", "drift"),
+        (5, "notice", "drift"),
+        (6, "notice", "drift"),
+        (6, "notice", "no_progress"),
+        (7, "notice", "repeat"),
+        (7, "notice", "drift"),
+        (7, "cancel", "circuit_breaker"),
     ]
 
 
@@ -137,9 +179,14 @@ def test_the_same_blocked_page_for_eight_urls() -> None:
     # (D2 notice) and so does every later one; 5 calls without new information (1-5): I4 at 5;
     # the 6th call in a row with an intervention and no new information (2-7) cancels at 7
     assert replay(calls) == [
-        (2, "notice", "drift"), (3, "notice", "drift"), (4, "notice", "drift"),
-        (5, "notice", "drift"), (5, "notice", "no_progress"), (6, "notice", "drift"),
-        (7, "notice", "drift"), (7, "cancel", "circuit_breaker"),
+        (2, "notice", "drift"),
+        (3, "notice", "drift"),
+        (4, "notice", "drift"),
+        (5, "notice", "drift"),
+        (5, "notice", "no_progress"),
+        (6, "notice", "drift"),
+        (7, "notice", "drift"),
+        (7, "cancel", "circuit_breaker"),
     ]
 
 
@@ -156,8 +203,16 @@ def test_the_same_failure_with_a_growing_line_number() -> None:
 
 
 def test_a_poll_whose_failure_reports_progress_is_not_a_repeat() -> None:
-    calls = run(*(((bash("kubectl rollout status deploy/web")),
-                   f"error: timed out: {n} of 6 updated replicas are available", True) for n in (1, 2, 3, 4, 5)))
+    calls = run(
+        *(
+            (
+                (bash("kubectl rollout status deploy/web")),
+                f"error: timed out: {n} of 6 updated replicas are available",
+                True,
+            )
+            for n in (1, 2, 3, 4, 5)
+        )
+    )
     assert replay(calls) == []
 
 
@@ -178,22 +233,35 @@ def test_rerunning_a_test_after_different_edits_is_progress() -> None:
 
 
 def test_the_same_edit_and_the_same_test_again_and_again() -> None:
-    calls = run(*([(bash("sed -i 's/a/b/' m.py"), WRAP_EMPTY), (bash("python t.py"), FAIL, True)] * 3),
-                (bash("sed -i 's/a/b/' m.py"), WRAP_EMPTY))
+    calls = run(
+        *([(bash("sed -i 's/a/b/' m.py"), WRAP_EMPTY), (bash("python t.py"), FAIL, True)] * 3),
+        (bash("sed -i 's/a/b/' m.py"), WRAP_EMPTY),
+    )
     # call 2 (the edit again) counts as a change once (the test ran in between); call 3 restarts the
     # test's chain.  Call 4 repeats the edit with nothing changed since: not a change, its 2nd
     # identical result (I1); the test at 5 too (I1), where the pair has also repeated for 3 full
     # periods of 2 (cycle notice); the edit at 6 is denied
-    assert replay(calls) == [(4, "notice", "repeat"), (5, "notice", "repeat"), (5, "notice", "cycle"),
-                             (6, "deny", "repeat")]
+    assert replay(calls) == [
+        (4, "notice", "repeat"),
+        (5, "notice", "repeat"),
+        (5, "notice", "cycle"),
+        (6, "deny", "repeat"),
+    ]
 
 
 def test_an_edit_inserted_again_and_again_grows_the_file() -> None:
     """agentbench nebius structlog-221 / dvc-5335: the same edit, a growing file, the same failure."""
     edit = ("edit", {"path": "m.py", "line": 21, "text": "x = 1"})
-    calls = run(*[step for n in range(4) for step in (
-        (edit, f"[File: m.py ({10 + 2 * n} lines total)]\n" + "\n".join(f"{i}: x = 1" for i in range(n + 1))),
-        ((("python", "python t.py")), FAIL, True))])
+    calls = run(
+        *[
+            step
+            for n in range(4)
+            for step in (
+                (edit, f"[File: m.py ({10 + 2 * n} lines total)]\n" + "\n".join(f"{i}: x = 1" for i in range(n + 1))),
+                ((("python", "python t.py")), FAIL, True),
+            )
+        ]
+    )
     # the edit's result changes each time (the file grows), so each edit is a change; the test
     # returns the same failure after it: at its 3rd identical result a few calls apart, with only
     # repeated changes in between, the changes have no effect (no_effect notice at call 5)
@@ -234,55 +302,84 @@ def test_an_edit_after_opening_another_file_is_a_new_action() -> None:
     assert replay(calls) == []
     # without the opens: the same edit three times is the zero-information repeat of seed 001
     assert replay(run((edit, "File updated."), (edit, "File updated."), (edit, "File updated."))) == [
-        (1, "notice", "repeat"), (2, "deny", "repeat")]
+        (1, "notice", "repeat"),
+        (2, "deny", "repeat"),
+    ]
 
 
 def test_a_no_op_interleaved_with_a_failing_command() -> None:
-    calls = run(*([(bash("make test"), "error: build failed", True), (bash("true"), "")] * 3),
-                (bash("make test"), "error: build failed", True))
+    calls = run(
+        *([(bash("make test"), "error: build failed", True), (bash("true"), "")] * 3),
+        (bash("make test"), "error: build failed", True),
+    )
     # the first `true` is new information (a new call): the build's chain restarts at 2; from then
     # on nothing is new: `true`'s 2nd identical result at 3 (I1), the build's at 4 (I1), then both
     # are denied
-    assert replay(calls) == [(3, "notice", "repeat"), (4, "notice", "repeat"), (5, "deny", "repeat"),
-                             (6, "deny", "repeat")]
+    assert replay(calls) == [
+        (3, "notice", "repeat"),
+        (4, "notice", "repeat"),
+        (5, "deny", "repeat"),
+        (6, "deny", "repeat"),
+    ]
 
 
 def test_a_b_rereads_that_both_fail() -> None:
-    calls = run(*([(("read", {"path": "a.py"}), "Error: no such file: a.py", True),
-                   (("read", {"path": "b.py"}), "Error: no such file: b.py", True)] * 3))
+    calls = run(
+        *(
+            [
+                (("read", {"path": "a.py"}), "Error: no such file: a.py", True),
+                (("read", {"path": "b.py"}), "Error: no such file: b.py", True),
+            ]
+            * 3
+        )
+    )
     # b's first failure is new information (a new call): a's chain restarts at 2; b's 2nd identical
     # failure at 3 (I1), a's at 4 (I1); b's third request is denied
     assert replay(calls) == [(3, "notice", "repeat"), (4, "notice", "repeat"), (5, "deny", "repeat")]
 
 
 def test_a_paging_sweep_that_wraps_around() -> None:
-    pages = [(("read", {"path": "big.txt", "offset": 100 * i}), f"page {i}\n" + "\n".join(f"row {100 * i + j}" for j in range(3)))
-             for i in range(4)]
+    pages = [
+        (
+            ("read", {"path": "big.txt", "offset": 100 * i}),
+            f"page {i}\n" + "\n".join(f"row {100 * i + j}" for j in range(3)),
+        )
+        for i in range(4)
+    ]
     calls = run(*(pages * 3))
     # pass 1 (0-3) is all new: pages 0-2's chains are broken by the new pages after them, page 3's
     # is not (nothing new came after it).  Pass 2 (4-7) brings nothing new: page 3's 2nd identical
     # result at 7 (I1).  Pass 3: pages 0-2 get their 2nd identical results (I1 at 8-10), 8 is the 5th
     # call without new information (I4), and page 3's third request is denied (D1 comes before the
     # cycle, which would reach 3 full periods of 4 there)
-    assert replay(calls) == [(7, "notice", "repeat"), (8, "notice", "repeat"), (8, "notice", "no_progress"),
-                             (9, "notice", "repeat"), (10, "notice", "repeat"), (11, "deny", "repeat")]
+    assert replay(calls) == [
+        (7, "notice", "repeat"),
+        (8, "notice", "repeat"),
+        (8, "notice", "no_progress"),
+        (9, "notice", "repeat"),
+        (10, "notice", "repeat"),
+        (11, "deny", "repeat"),
+    ]
 
 
 # --------------------------------------------------------------------------- D5 on shell commands
 
 
-@pytest.mark.parametrize(("tool", "args", "config", "action"), [
-    ("grep", 'grep -r "class Btn" sepal_ui', {}, "allow"),  # the tool named after the command
-    ("grep", "grep -n 'format' brain.py", {}, "allow"),  # not recursive: reads what it names
-    ("bash", {"command": "grep -rn foo /"}, {}, "deny"),
-    ("bash", {"command": "cd /repo && rg -l TODO ~"}, {}, "deny"),
-    ("bash", {"command": "grep -r foo ."}, {}, "allow"),  # the working directory: root_search
-    ("bash", {"command": "grep -r foo ."}, {"root_search": "notice"}, "notice"),
-    ("bash", {"command": "grep -r foo ."}, {"root_search": "deny"}, "deny"),
-    ("bash", {"command": "grep -rn foo /"}, {"unscoped_search": "allow"}, "allow"),
-    ("grep", {"pattern": "foo"}, {}, "deny"),  # seed 001: a search tool without path/include
-    ("grep", {"pattern": "foo", "path": "src"}, {}, "allow"),
-])
+@pytest.mark.parametrize(
+    ("tool", "args", "config", "action"),
+    [
+        ("grep", 'grep -r "class Btn" sepal_ui', {}, "allow"),  # the tool named after the command
+        ("grep", "grep -n 'format' brain.py", {}, "allow"),  # not recursive: reads what it names
+        ("bash", {"command": "grep -rn foo /"}, {}, "deny"),
+        ("bash", {"command": "cd /repo && rg -l TODO ~"}, {}, "deny"),
+        ("bash", {"command": "grep -r foo ."}, {}, "allow"),  # the working directory: root_search
+        ("bash", {"command": "grep -r foo ."}, {"root_search": "notice"}, "notice"),
+        ("bash", {"command": "grep -r foo ."}, {"root_search": "deny"}, "deny"),
+        ("bash", {"command": "grep -rn foo /"}, {"unscoped_search": "allow"}, "allow"),
+        ("grep", {"pattern": "foo"}, {}, "deny"),  # seed 001: a search tool without path/include
+        ("grep", {"pattern": "foo", "path": "src"}, {}, "allow"),
+    ],
+)
 def test_d5_reads_the_parsed_command(tool: str, args: Any, config: dict[str, Any], action: str) -> None:
     d = ToolGuard(ToolGuardConfig(**config)).before_call("s", tool, args)
     assert d.action == action
@@ -334,8 +431,10 @@ def test_d3_a_call_naming_what_the_failure_reports_remedies_it() -> None:
 
 
 def test_d3_an_empty_failure_starts_no_watch() -> None:
-    calls = run((bash("grep -rn needle src"), "<returncode>1</returncode>\n<output>\n</output>", True),
-                *((bash(f"ls d{i}"), f"<returncode>0</returncode>\n<output>\nf{i}.py\n</output>") for i in range(4)))
+    calls = run(
+        (bash("grep -rn needle src"), "<returncode>1</returncode>\n<output>\n</output>", True),
+        *((bash(f"ls d{i}"), f"<returncode>0</returncode>\n<output>\nf{i}.py\n</output>") for i in range(4)),
+    )
     assert replay(calls) == []
 
 
@@ -344,8 +443,12 @@ def test_d3_an_empty_failure_starts_no_watch() -> None:
 
 def test_a_memory_recalled_again_in_other_words() -> None:
     """hermes-agent #112920: query-variant memory recalls with the same return."""
-    queries = ("user preferred editor theme", "preferred editor theme of the user", "the editor theme the user preferred",
-               "user's preferred editor theme")
+    queries = (
+        "user preferred editor theme",
+        "preferred editor theme of the user",
+        "the editor theme the user preferred",
+        "user's preferred editor theme",
+    )
     calls = run(*((("memory_search", {"query": q}), "(core memory is empty)") for q in queries))
     # every query has the argument words {user, preferred, editor, theme} ("the", "of" are too
     # short or too common): call 1 is a rewording of call 0 with the same answer, no new

@@ -1,4 +1,4 @@
-"""A hypothesis state machine drives Session and ToolGuard against a small model of D1 (SPEC §5.2; seed 001).
+"""A hypothesis state machine drives Session and ToolGuard against a small model of D1 (spec §5.2; seed 001).
 
 Session ``s1`` is driven through a :class:`loopguard.session.Session` (its
 ``tool_call`` / ``tool_result`` / ``start_turn`` / ``start_attempt`` /

@@ -1,4 +1,4 @@
-"""The Anthropic Messages adapter: events in recorded shapes, exact cuts, resume (SPEC §2.6, §3; ecosystem.md §1.4)."""
+"""The Anthropic Messages adapter: events in recorded shapes, exact cuts, resume (spec §2.6, §3; ecosystem.md §1.4)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,8 @@ from loopguard.integrations.anthropic import (
 from loopguard.integrations.openai import resume_messages as openai_resume_messages
 from loopguard.messages import pick_language, render
 from loopguard.stream import Action, StreamOutcome, StreamToolCall
-
-from stream_fixtures import (  # noqa: E402
-    CASES,
+from stream_fixtures import (
     EN_ANSWER,
-    RESCUE_KINDS,
     ZH_REASONING,
     AsyncUpstream,
     Upstream,
@@ -36,7 +33,6 @@ from stream_fixtures import (  # noqa: E402
     boundary,
     case,
     expected_kept,
-    marker,
     ns,
     split,
 )
@@ -48,46 +44,83 @@ ARGS = '{"query": "missing index", "limit": 5}'
 
 
 def message_start() -> dict[str, Any]:
-    return {"type": "message_start", "message": {
-        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 25, "output_tokens": 1}}}
+    return {
+        "type": "message_start",
+        "message": {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 25, "output_tokens": 1},
+        },
+    }
 
 
 def block(index: int, channel: str, deltas: list[str]) -> list[dict[str, Any]]:
     """One text or thinking block, as the API streams it (thinking ends with a signature)."""
     if channel == "reasoning":
         start = {"type": "thinking", "thinking": "", "signature": ""}
-        body = [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": d}}
-                for d in deltas]
-        body.append({"type": "content_block_delta", "index": index,
-                     "delta": {"type": "signature_delta", "signature": "EqQBCgIYAh..."}})
+        body = [
+            {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": d}}
+            for d in deltas
+        ]
+        body.append(
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": "EqQBCgIYAh..."},
+            }
+        )
     else:
         start = {"type": "text", "text": ""}
-        body = [{"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": d}}
-                for d in deltas]
-    return [{"type": "content_block_start", "index": index, "content_block": start}, *body,
-            {"type": "content_block_stop", "index": index}]
-
-
-def tool_block(index: int, pieces: tuple[str, ...] = ('{"query": ', '"missing index", ', '"limit": 5}'),
-               tool_type: str = "tool_use", tool_id: str = "toolu_01", name: str = "search") -> list[dict[str, Any]]:
+        body = [
+            {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": d}} for d in deltas
+        ]
     return [
-        {"type": "content_block_start", "index": index,
-         "content_block": {"type": tool_type, "id": tool_id, "name": name, "input": {}}},
-        *[{"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": p}}
-          for p in pieces],
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *body,
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def tool_block(
+    index: int,
+    pieces: tuple[str, ...] = ('{"query": ', '"missing index", ', '"limit": 5}'),
+    tool_type: str = "tool_use",
+    tool_id: str = "toolu_01",
+    name: str = "search",
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": tool_type, "id": tool_id, "name": name, "input": {}},
+        },
+        *[
+            {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": p}}
+            for p in pieces
+        ],
         {"type": "content_block_stop", "index": index},
     ]
 
 
 def message_end(stop_reason: str = "end_turn") -> list[dict[str, Any]]:
-    return [{"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-             "usage": {"output_tokens": 900}},
-            {"type": "message_stop"}]
+    return [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": 900},
+        },
+        {"type": "message_stop"},
+    ]
 
 
-def loop_events(name: str, channel: str, sizes: tuple[int, ...] = (7,)) -> tuple[list[dict[str, Any]], str, int, int,
-                                                                                  Detection]:
+def loop_events(
+    name: str, channel: str, sizes: tuple[int, ...] = (7,)
+) -> tuple[list[dict[str, Any]], str, int, int, Detection]:
     """(events, text, index of the trigger event, consumed code points, acting detection)."""
     text = case(name)
     position, detection = acting(text, channel)
@@ -97,12 +130,14 @@ def loop_events(name: str, channel: str, sizes: tuple[int, ...] = (7,)) -> tuple
     return events, text, 3 + trigger, consumed, detection
 
 
-
-
 def alternates(messages: list[Any]) -> bool:
     roles = [m["role"] for m in messages]
-    return (roles[0] == "user" and roles[-1] == "user" and all(a != b for a, b in zip(roles, roles[1:]))
-            and all(m["content"] for m in messages))
+    return (
+        roles[0] == "user"
+        and roles[-1] == "user"
+        and all(a != b for a, b in zip(roles, roles[1:]))
+        and all(m["content"] for m in messages)
+    )
 
 
 # ------------------------------------------------------------- exact cuts
@@ -111,8 +146,9 @@ def alternates(messages: list[Any]) -> bool:
 @pytest.mark.parametrize("wrap", [lambda e: e, ns], ids=["dicts", "objects"])
 @pytest.mark.parametrize("sizes", [(7,), (2, 13, 6, 17)], ids=["7", "varying"])
 @pytest.mark.parametrize(("name", "channel"), [(ZH_REASONING, "reasoning"), (EN_ANSWER, "text")])
-def test_cut_at_the_first_checkpoint_with_the_exact_prune(name: str, channel: str, sizes: tuple[int, ...],
-                                                         wrap: Any) -> None:
+def test_cut_at_the_first_checkpoint_with_the_exact_prune(
+    name: str, channel: str, sizes: tuple[int, ...], wrap: Any
+) -> None:
     raw, text, trigger, consumed, detection = loop_events(name, channel, sizes)
     events = [wrap(e) for e in raw]
     upstream = Upstream(events)
@@ -122,16 +158,19 @@ def test_cut_at_the_first_checkpoint_with_the_exact_prune(name: str, channel: st
     assert len(passed) == trigger and all(a is b for a, b in zip(passed, events))
     assert upstream.pulled == trigger + 1 and upstream.closes == 1
     field = "thinking" if channel == "reasoning" else "text"
-    through = "".join(e["delta"][field] for e in raw[:trigger + 1] if e["type"] == "content_block_delta")
+    through = "".join(e["delta"][field] for e in raw[: trigger + 1] if e["type"] == "content_block_delta")
     assert len(through) == consumed  # passed on + the dropped delta
     assert outcome.detection == detection
     assert outcome.stopped and outcome.channel == channel and not outcome.should_resume
     assert outcome.cut == detection.cut and outcome.removed == consumed - detection.cut
-    kept, other = ((outcome.kept_reasoning, outcome.kept_text) if channel == "reasoning"
-                   else (outcome.kept_text, outcome.kept_reasoning))
+    kept, other = (
+        (outcome.kept_reasoning, outcome.kept_text)
+        if channel == "reasoning"
+        else (outcome.kept_text, outcome.kept_reasoning)
+    )
     assert kept == expected_kept(text[:consumed], detection.cut, channel)
     assert other == ""
-    assert pick_language("auto", text[:detection.cut]) == ("zh" if name == ZH_REASONING else "en")
+    assert pick_language("auto", text[: detection.cut]) == ("zh" if name == ZH_REASONING else "en")
 
 
 def run(stream: Any) -> list[Any]:
@@ -160,10 +199,14 @@ def test_thinking_then_tool_use_then_text_loop(mode: str) -> None:
     deltas = split(answer)
     trigger, consumed = boundary(deltas, position)
     thinking = ["The user asks why ", "the query is slow. ", "Search first."]
-    raw = [message_start(), *block(0, "reasoning", thinking), *tool_block(1),
-           *tool_block(2, tool_type="server_tool_use", tool_id="srvtoolu_1", name="web_search",
-                       pieces=('{"q": "x"}',)),
-           *block(3, "text", deltas), *message_end()]
+    raw = [
+        message_start(),
+        *block(0, "reasoning", thinking),
+        *tool_block(1),
+        *tool_block(2, tool_type="server_tool_use", tool_id="srvtoolu_1", name="web_search", pieces=('{"q": "x"}',)),
+        *block(3, "text", deltas),
+        *message_end(),
+    ]
     events = [ns(e) for e in raw]
     stream = guard_stream(iter(events), config={"mode": mode})
     passed = run(stream)
@@ -209,7 +252,7 @@ def test_a_loop_while_a_tool_block_is_open_waits_for_its_content_block_stop(mode
     trigger, consumed = boundary(deltas, position)
     tool = tool_block(0)
     text_events = block(1, "text", deltas)
-    raw = [message_start(), *tool[:2], *text_events[:trigger + 3], *tool[2:], *text_events[trigger + 3:]]
+    raw = [message_start(), *tool[:2], *text_events[: trigger + 3], *tool[2:], *text_events[trigger + 3 :]]
     upstream = Upstream(raw)
     stream = guard_stream(upstream, config={"mode": mode})
     passed = run(stream)
@@ -234,7 +277,7 @@ def test_thinking_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPa
     tool = tool_block(0)
     text_events = block(1, "text", deltas)
     late = {"type": "content_block_delta", "index": 2, "delta": {"type": "thinking_delta", "thinking": "Hmm."}}
-    raw = [message_start(), *tool[:2], *text_events[:trigger + 2], late, *tool[2:], *text_events[trigger + 2:]]
+    raw = [message_start(), *tool[:2], *text_events[: trigger + 2], late, *tool[2:], *text_events[trigger + 2 :]]
     fed: list[str] = []
     original = Session.feed
 
@@ -245,7 +288,7 @@ def test_thinking_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(Session, "feed", feed)
     stream = guard_stream(iter(raw))
     passed = run(stream)
-    assert passed == raw[:raw.index(tool[-1]) + 1]
+    assert passed == raw[: raw.index(tool[-1]) + 1]
     assert "reasoning" not in fed
     assert stream.outcome.kept_reasoning == "Hmm."
     assert stream.outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
@@ -258,7 +301,7 @@ def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
     trigger, consumed = boundary(deltas, position)
     tool = tool_block(0)
     text_events = block(1, "text", deltas)
-    raw = [message_start(), *tool[:2], *text_events[:trigger + 2], *tool[2:-1]]  # no stop, no message end
+    raw = [message_start(), *tool[:2], *text_events[: trigger + 2], *tool[2:-1]]  # no stop, no message end
     stream = guard_stream(iter(raw))
     assert run(stream) == raw
     outcome = stream.outcome
@@ -284,21 +327,27 @@ def test_the_message_stream_helpers_derived_events_are_not_counted_twice() -> No
     assert len(passed) == 3 + 2 * (trigger - 3)
     assert stream.outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
     guard = StreamGuard()
-    for event in ({"type": "text", "text": "hi", "snapshot": "hi"},
-                  {"type": "input_json", "partial_json": "{}", "snapshot": {}},
-                  {"type": "citation", "citation": {}, "snapshot": []}, {"type": "signature", "signature": "x"}):
+    for event in (
+        {"type": "text", "text": "hi", "snapshot": "hi"},
+        {"type": "input_json", "partial_json": "{}", "snapshot": {}},
+        {"type": "citation", "citation": {}, "snapshot": []},
+        {"type": "signature", "signature": "x"},
+    ):
         assert apply_anthropic_event(event, guard) is Action.CONTINUE
     assert guard.finish().kept_text == ""
 
 
 def test_initial_block_text_is_fed() -> None:
     guard = StreamGuard()
-    apply_anthropic_event({"type": "content_block_start", "index": 0,
-                           "content_block": {"type": "thinking", "thinking": "Hmm. "}}, guard)
-    apply_anthropic_event({"type": "content_block_start", "index": 1,
-                           "content_block": {"type": "text", "text": "Answer: "}}, guard)
-    apply_anthropic_event({"type": "content_block_delta", "index": 1,
-                           "delta": {"type": "text_delta", "text": "42"}}, guard)
+    apply_anthropic_event(
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "Hmm. "}}, guard
+    )
+    apply_anthropic_event(
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "Answer: "}}, guard
+    )
+    apply_anthropic_event(
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "42"}}, guard
+    )
     outcome = guard.finish()
     assert (outcome.kept_reasoning, outcome.kept_text) == ("Hmm. ", "Answer: 42")
 
@@ -338,9 +387,22 @@ class Hostile:
 
 
 BAD_EVENTS: list[Any] = [
-    None, 0, 3, False, "content_block_delta", b"\x00", 2.5, [], ["content_block_delta"], {}, {"type": None},
-    {"type": 1}, {"type": "content_block_delta"}, {"type": "content_block_delta", "delta": None},
-    {"type": "content_block_delta", "delta": "text_delta"}, {"type": "content_block_delta", "delta": {}},
+    None,
+    0,
+    3,
+    False,
+    "content_block_delta",
+    b"\x00",
+    2.5,
+    [],
+    ["content_block_delta"],
+    {},
+    {"type": None},
+    {"type": 1},
+    {"type": "content_block_delta"},
+    {"type": "content_block_delta", "delta": None},
+    {"type": "content_block_delta", "delta": "text_delta"},
+    {"type": "content_block_delta", "delta": {}},
     {"type": "content_block_delta", "delta": {"type": "text_delta"}},
     {"type": "content_block_delta", "delta": {"type": "text_delta", "text": 5}},
     {"type": "content_block_delta", "delta": {"type": "thinking_delta", "thinking": ["x"]}},
@@ -348,16 +410,22 @@ BAD_EVENTS: list[Any] = [
     {"type": "content_block_delta", "index": "0", "delta": {"type": "input_json_delta", "partial_json": "{"}},
     {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}},
     {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": {}}},
-    {"type": "content_block_start"}, {"type": "content_block_start", "content_block": "tool_use"},
+    {"type": "content_block_start"},
+    {"type": "content_block_start", "content_block": "tool_use"},
     {"type": "content_block_start", "content_block": {"type": "tool_use", "id": "t", "name": "n"}},
     {"type": "content_block_start", "index": True, "content_block": {"type": "tool_use"}},
     {"type": "content_block_start", "index": 9, "content_block": {"type": "text", "text": 7}},
     {"type": "content_block_start", "index": 9, "content_block": {"type": "redacted_thinking", "data": "xx"}},
-    {"type": "content_block_stop"}, {"type": "content_block_stop", "index": None},
-    {"type": "content_block_stop", "index": 42}, {"type": "message_delta", "delta": None},
-    {"type": "ping"}, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    {"type": "content_block_stop"},
+    {"type": "content_block_stop", "index": None},
+    {"type": "content_block_stop", "index": 42},
+    {"type": "message_delta", "delta": None},
+    {"type": "ping"},
+    {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
     SimpleNamespace(type="content_block_delta", delta=SimpleNamespace(type="text_delta", text=b"x")),
-    SimpleNamespace(), Hostile(), SimpleNamespace(type="content_block_delta", delta=Hostile()),
+    SimpleNamespace(),
+    Hostile(),
+    SimpleNamespace(type="content_block_delta", delta=Hostile()),
     SimpleNamespace(type="content_block_start", index=3, content_block=Hostile()),
 ]
 
@@ -389,8 +457,11 @@ def test_bad_events_interleaved_do_not_change_the_cut() -> None:
 
 def test_an_upstream_error_propagates_unchanged_with_the_text_seen_before() -> None:
     error = TimeoutError("read timed out")
-    events = [message_start(), *block(0, "reasoning", ["Check ", "the plan."]),
-              *block(1, "text", ["Here is ", "the answer"])[:-1]]
+    events = [
+        message_start(),
+        *block(0, "reasoning", ["Check ", "the plan."]),
+        *block(1, "text", ["Here is ", "the answer"])[:-1],
+    ]
 
     def upstream() -> Iterator[Any]:
         yield from events
@@ -563,10 +634,13 @@ def test_resume_after_a_prefill_continues_the_assistant_turn() -> None:
 
 def test_resume_settings_and_errors() -> None:
     outcome, _ = cut_outcome(ZH_REASONING, "reasoning")
-    assert resume_messages([{"role": "user", "content": "x"}], outcome,
-                           config=StreamConfig(retry_temperature=None)).settings == {}
-    assert resume_messages([{"role": "user", "content": "x"}], outcome,
-                           config={"retry_requests": 0}).settings == {}
+    assert (
+        resume_messages(
+            [{"role": "user", "content": "x"}], outcome, config=StreamConfig(retry_temperature=None)
+        ).settings
+        == {}
+    )
+    assert resume_messages([{"role": "user", "content": "x"}], outcome, config={"retry_requests": 0}).settings == {}
     with pytest.raises(TypeError, match="outcome must be a StreamOutcome"):
         resume_messages([], "outcome")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="messages must be a sequence"):

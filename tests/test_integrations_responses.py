@@ -1,4 +1,4 @@
-"""The OpenAI Responses API adapter: events in recorded shapes, exact cuts (SPEC §2.6, §3; ecosystem.md §1.3)."""
+"""The OpenAI Responses API adapter: events in recorded shapes, exact cuts (spec §2.6, §3; ecosystem.md §1.3)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,8 @@ from loopguard import Detection, LoopGuardCancelled, Session, StreamConfig, Stre
 from loopguard.integrations.responses import aguard_response_stream, apply_response_event, guard_response_stream
 from loopguard.messages import pick_language
 from loopguard.stream import Action, StreamToolCall
-
-from stream_fixtures import (  # noqa: E402
-    CASES,
+from stream_fixtures import (
     EN_ANSWER,
-    RESCUE_KINDS,
     ZH_REASONING,
     AsyncUpstream,
     Upstream,
@@ -45,8 +42,11 @@ DELTA_TYPES = {
 
 
 def head(channel: str) -> list[dict[str, Any]]:
-    item = ({"type": "reasoning", "id": "rs_1", "summary": []} if channel == "reasoning"
-            else {"type": "message", "id": "msg_1", "role": "assistant", "content": [], "status": "in_progress"})
+    item = (
+        {"type": "reasoning", "id": "rs_1", "summary": []}
+        if channel == "reasoning"
+        else {"type": "message", "id": "msg_1", "role": "assistant", "content": [], "status": "in_progress"}
+    )
     return [
         {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "status": "in_progress"}},
         {"type": "response.in_progress", "sequence_number": 1, "response": {"id": "resp_1"}},
@@ -57,8 +57,13 @@ def head(channel: str) -> list[dict[str, Any]]:
 def deltas_events(deltas: list[str], kind: str, item_id: str = "rs_1", start: int = 3) -> list[dict[str, Any]]:
     out = []
     for i, d in enumerate(deltas):
-        event: dict[str, Any] = {"type": kind, "sequence_number": start + i, "item_id": item_id,
-                                 "output_index": 0, "delta": d}
+        event: dict[str, Any] = {
+            "type": kind,
+            "sequence_number": start + i,
+            "item_id": item_id,
+            "output_index": 0,
+            "delta": d,
+        }
         event["summary_index" if "summary" in kind else "content_index"] = 0
         if kind == "response.output_text.delta":
             event["logprobs"] = []
@@ -67,25 +72,63 @@ def deltas_events(deltas: list[str], kind: str, item_id: str = "rs_1", start: in
 
 
 def tail(channel: str, text: str) -> list[dict[str, Any]]:
-    return [{"type": "response.completed", "sequence_number": 10_000, "response": {"id": "resp_1", "status": "completed"}}]
+    return [
+        {"type": "response.completed", "sequence_number": 10_000, "response": {"id": "resp_1", "status": "completed"}}
+    ]
 
 
-def function_call_events(item_id: str = "fc_1", call_id: str = "call_1", name: str = "get_weather",
-                         output_index: int = 1, pieces: tuple[str, ...] = ('{"city": ', '"Paris", ', '"unit": "celsius"}'),
-                         ) -> dict[str, Any]:
-    added = {"type": "response.output_item.added", "sequence_number": 500, "output_index": output_index,
-             "item": {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": "",
-                      "status": "in_progress"}}
-    args = [{"type": "response.function_call_arguments.delta", "sequence_number": 501 + i, "item_id": item_id,
-             "output_index": output_index, "delta": p} for i, p in enumerate(pieces)]
-    done = {"type": "response.function_call_arguments.done", "sequence_number": 600, "item_id": item_id,
-            "output_index": output_index, "arguments": "".join(pieces), "name": name}
-    item_done = {"type": "response.output_item.done", "sequence_number": 601, "output_index": output_index,
-                 "item": {"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
-                          "arguments": "".join(pieces), "status": "completed"}}
+def function_call_events(
+    item_id: str = "fc_1",
+    call_id: str = "call_1",
+    name: str = "get_weather",
+    output_index: int = 1,
+    pieces: tuple[str, ...] = ('{"city": ', '"Paris", ', '"unit": "celsius"}'),
+) -> dict[str, Any]:
+    added = {
+        "type": "response.output_item.added",
+        "sequence_number": 500,
+        "output_index": output_index,
+        "item": {
+            "type": "function_call",
+            "id": item_id,
+            "call_id": call_id,
+            "name": name,
+            "arguments": "",
+            "status": "in_progress",
+        },
+    }
+    args = [
+        {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": 501 + i,
+            "item_id": item_id,
+            "output_index": output_index,
+            "delta": p,
+        }
+        for i, p in enumerate(pieces)
+    ]
+    done = {
+        "type": "response.function_call_arguments.done",
+        "sequence_number": 600,
+        "item_id": item_id,
+        "output_index": output_index,
+        "arguments": "".join(pieces),
+        "name": name,
+    }
+    item_done = {
+        "type": "response.output_item.done",
+        "sequence_number": 601,
+        "output_index": output_index,
+        "item": {
+            "type": "function_call",
+            "id": item_id,
+            "call_id": call_id,
+            "name": name,
+            "arguments": "".join(pieces),
+            "status": "completed",
+        },
+    }
     return {"added": added, "args": args, "done": done, "item_done": item_done}
-
-
 
 
 def run(stream: Any) -> list[Any]:
@@ -110,13 +153,17 @@ def spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("wrap", [lambda e: e, ns], ids=["dicts", "objects"])
 @pytest.mark.parametrize("sizes", [(7,), (3, 11, 5, 19, 1)], ids=["7", "varying"])
-@pytest.mark.parametrize(("name", "channel", "kind"), [
-    (ZH_REASONING, "reasoning", "response.reasoning_summary_text.delta"),
-    (ZH_REASONING, "reasoning", "response.reasoning_text.delta"),
-    (EN_ANSWER, "text", "response.output_text.delta"),
-])
-def test_cut_at_the_first_checkpoint_with_the_exact_prune(name: str, channel: str, kind: str,
-                                                         sizes: tuple[int, ...], wrap: Any) -> None:
+@pytest.mark.parametrize(
+    ("name", "channel", "kind"),
+    [
+        (ZH_REASONING, "reasoning", "response.reasoning_summary_text.delta"),
+        (ZH_REASONING, "reasoning", "response.reasoning_text.delta"),
+        (EN_ANSWER, "text", "response.output_text.delta"),
+    ],
+)
+def test_cut_at_the_first_checkpoint_with_the_exact_prune(
+    name: str, channel: str, kind: str, sizes: tuple[int, ...], wrap: Any
+) -> None:
     text = case(name)
     position, detection = acting(text, channel)
     deltas = split(text, sizes)
@@ -139,8 +186,8 @@ def test_cut_at_the_first_checkpoint_with_the_exact_prune(name: str, channel: st
     other = outcome.kept_text if channel == "reasoning" else outcome.kept_reasoning
     assert kept == expected_kept(text[:consumed], detection.cut, channel)
     assert other == ""
-    assert pick_language("auto", text[:detection.cut]) == ("zh" if name == ZH_REASONING else "en")
-    assert outcome.marker == "\n" + marker(channel, consumed - detection.cut, text[:detection.cut])
+    assert pick_language("auto", text[: detection.cut]) == ("zh" if name == ZH_REASONING else "en")
+    assert outcome.marker == "\n" + marker(channel, consumed - detection.cut, text[: detection.cut])
     assert outcome.tool_calls == ()
 
 
@@ -149,8 +196,9 @@ def test_the_numbers_the_cases_give() -> None:
     zh = case(ZH_REASONING)
     position, detection = acting(zh, "reasoning")
     assert (position, detection.kind, detection.position, detection.cut) == (1000, "cycle", 1000, 333)
-    stream = guard_response_stream(iter(deltas_events(split(zh), "response.reasoning_text.delta")),
-                                   config={"mode": "rescue"})
+    stream = guard_response_stream(
+        iter(deltas_events(split(zh), "response.reasoning_text.delta")), config={"mode": "rescue"}
+    )
     run(stream)
     assert stream.outcome.removed == 1001 - 333 and stream.outcome.should_resume
     assert stream.outcome.kept_reasoning == zh[:333] + "\n〔已删除 668 字符的重复推理〕"
@@ -168,20 +216,41 @@ def test_real_openai_sdk_event_objects() -> None:
     position, detection = acting(text, "reasoning")
     deltas = split(text, (7,))
     trigger, consumed = boundary(deltas, position)
-    fc = responses.ResponseFunctionToolCall(type="function_call", id="fc_1", call_id="call_1", name="get_weather",
-                                            arguments="", status="in_progress")
+    fc = responses.ResponseFunctionToolCall(
+        type="function_call", id="fc_1", call_id="call_1", name="get_weather", arguments="", status="in_progress"
+    )
     events: list[Any] = [
-        responses.ResponseOutputItemAddedEvent(type="response.output_item.added", sequence_number=0,
-                                               output_index=0, item=fc),
-        *[responses.ResponseFunctionCallArgumentsDeltaEvent(
-            type="response.function_call_arguments.delta", sequence_number=1 + i, item_id="fc_1", output_index=0,
-            delta=p) for i, p in enumerate(('{"city": ', '"Paris", ', '"unit": "celsius"}'))],
-        responses.ResponseFunctionCallArgumentsDoneEvent(type="response.function_call_arguments.done",
-                                                         sequence_number=4, item_id="fc_1", output_index=0,
-                                                         arguments=ARGS),
-        *[responses.ResponseReasoningSummaryTextDeltaEvent(
-            type="response.reasoning_summary_text.delta", sequence_number=10 + i, item_id="rs_1", output_index=1,
-            summary_index=0, delta=d) for i, d in enumerate(deltas)],
+        responses.ResponseOutputItemAddedEvent(
+            type="response.output_item.added", sequence_number=0, output_index=0, item=fc
+        ),
+        *[
+            responses.ResponseFunctionCallArgumentsDeltaEvent(
+                type="response.function_call_arguments.delta",
+                sequence_number=1 + i,
+                item_id="fc_1",
+                output_index=0,
+                delta=p,
+            )
+            for i, p in enumerate(('{"city": ', '"Paris", ', '"unit": "celsius"}'))
+        ],
+        responses.ResponseFunctionCallArgumentsDoneEvent(
+            type="response.function_call_arguments.done",
+            sequence_number=4,
+            item_id="fc_1",
+            output_index=0,
+            arguments=ARGS,
+        ),
+        *[
+            responses.ResponseReasoningSummaryTextDeltaEvent(
+                type="response.reasoning_summary_text.delta",
+                sequence_number=10 + i,
+                item_id="rs_1",
+                output_index=1,
+                summary_index=0,
+                delta=d,
+            )
+            for i, d in enumerate(deltas)
+        ],
     ]
     stream = guard_response_stream(iter(events), config={"mode": "cut"})
     passed = run(stream)
@@ -204,12 +273,20 @@ def interleaved(text: str, after_trigger: str) -> tuple[list[dict[str, Any]], di
     trigger, consumed = boundary(deltas, position)
     rs = deltas_events(deltas, "response.reasoning_summary_text.delta")
     fc = function_call_events()
-    events = [*rs[:trigger - 3], fc["added"], rs[trigger - 3], fc["args"][0], rs[trigger - 2], rs[trigger - 1],
-              fc["args"][1], rs[trigger]]
+    events = [
+        *rs[: trigger - 3],
+        fc["added"],
+        rs[trigger - 3],
+        fc["args"][0],
+        rs[trigger - 2],
+        rs[trigger - 1],
+        fc["args"][1],
+        rs[trigger],
+    ]
     if after_trigger == "call":
-        events += [fc["args"][2], fc["done"], fc["item_done"], *rs[trigger + 1:]]
+        events += [fc["args"][2], fc["done"], fc["item_done"], *rs[trigger + 1 :]]
     else:
-        events += [*rs[trigger + 1:], fc["args"][2], fc["done"], fc["item_done"]]
+        events += [*rs[trigger + 1 :], fc["args"][2], fc["done"], fc["item_done"]]
     return events, fc, trigger, consumed, detection
 
 
@@ -276,7 +353,7 @@ def test_answer_text_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.Monke
     raw[at:at] = answer
     stream = guard_response_stream(iter(raw))
     passed = run(stream)
-    assert passed == raw[:raw.index(fc["done"]) + 1]
+    assert passed == raw[: raw.index(fc["done"]) + 1]
     assert "".join(d for _, d in fed) == text[:consumed]  # the answer deltas were not fed
     outcome = stream.outcome
     assert outcome.kept_text == "The weather call comes first."
@@ -289,7 +366,7 @@ def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
     attempt ended by itself (not stopped, not resumed) and counts as completed."""
     text = case(ZH_REASONING)
     raw, fc, trigger, consumed, detection = interleaved(text, "call")
-    raw = raw[:raw.index(fc["done"])]
+    raw = raw[: raw.index(fc["done"])]
     session = Session()
     run(guard_response_stream(iter(deltas_events(split(text), "response.reasoning_text.delta")), session=session))
     assert session.consecutive_rescues == 1
@@ -310,8 +387,13 @@ def test_a_completed_call_before_the_loop_means_no_resume() -> None:
     deltas = split(text)
     trigger, consumed = boundary(deltas, position)
     fc = function_call_events(output_index=0)
-    events = [fc["added"], *fc["args"], fc["done"], fc["item_done"],
-              *deltas_events(deltas, "response.reasoning_summary_text.delta", start=700)]
+    events = [
+        fc["added"],
+        *fc["args"],
+        fc["done"],
+        fc["item_done"],
+        *deltas_events(deltas, "response.reasoning_summary_text.delta", start=700),
+    ]
     stream = guard_response_stream(iter(events))
     passed = run(stream)
     assert len(passed) == 6 + trigger
@@ -323,8 +405,11 @@ def test_a_completed_call_before_the_loop_means_no_resume() -> None:
 
 def test_completed_closes_calls_and_a_call_without_item_id_is_keyed_by_output_index() -> None:
     events = [
-        {"type": "response.output_item.added", "output_index": 4,
-         "item": {"type": "function_call", "call_id": "call_9", "name": "ls", "arguments": ""}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 4,
+            "item": {"type": "function_call", "call_id": "call_9", "name": "ls", "arguments": ""},
+        },
         {"type": "response.function_call_arguments.delta", "output_index": 4, "delta": '{"path": '},
         {"type": "response.function_call_arguments.delta", "output_index": 4, "delta": '"."}'},
         {"type": "response.completed", "response": {}},
@@ -394,8 +479,11 @@ def test_rescue_cap_cancels_and_raises_when_asked() -> None:
     for _ in range(1):
         run(guard_response_stream(iter(events), session=session, config={"max_consecutive_rescues": 1}))
     with pytest.raises(LoopGuardCancelled) as info:
-        run(guard_response_stream(iter(events), session=session,
-                                  config={"max_consecutive_rescues": 1, "on_rescue_cap": "raise"}))
+        run(
+            guard_response_stream(
+                iter(events), session=session, config={"max_consecutive_rescues": 1, "on_rescue_cap": "raise"}
+            )
+        )
     assert info.value.outcome.cancelled
 
 
@@ -410,12 +498,26 @@ class Hostile:
 
 
 BAD_EVENTS: list[Any] = [
-    None, 0, 7, True, "response.output_text.delta", b"x", 1.5, [], [{"type": "response.output_text.delta"}],
-    {}, {"type": None}, {"type": 5}, {"type": ["response.output_text.delta"]},
-    {"type": "response.output_text.delta"}, {"type": "response.output_text.delta", "delta": 5},
-    {"type": "response.output_text.delta", "delta": None}, {"type": "response.output_text.delta", "delta": ""},
+    None,
+    0,
+    7,
+    True,
+    "response.output_text.delta",
+    b"x",
+    1.5,
+    [],
+    [{"type": "response.output_text.delta"}],
+    {},
+    {"type": None},
+    {"type": 5},
+    {"type": ["response.output_text.delta"]},
+    {"type": "response.output_text.delta"},
+    {"type": "response.output_text.delta", "delta": 5},
+    {"type": "response.output_text.delta", "delta": None},
+    {"type": "response.output_text.delta", "delta": ""},
     {"type": "response.reasoning_text.delta", "delta": {"text": "x"}},
-    {"type": "response.output_item.added"}, {"type": "response.output_item.added", "item": "function_call"},
+    {"type": "response.output_item.added"},
+    {"type": "response.output_item.added", "item": "function_call"},
     {"type": "response.output_item.added", "item": {"type": "function_call"}},
     {"type": "response.output_item.added", "item": {"type": "function_call", "id": ["x"], "output_index": None}},
     {"type": "response.output_item.added", "output_index": True, "item": {"type": "function_call", "id": 3}},
@@ -424,9 +526,13 @@ BAD_EVENTS: list[Any] = [
     {"type": "response.function_call_arguments.delta", "item_id": None, "output_index": "1", "delta": "x"},
     {"type": "response.function_call_arguments.delta", "item_id": "fc_bad", "delta": 5},
     {"type": "response.function_call_arguments.done", "item_id": "fc_bad", "arguments": 5, "name": 7},
-    {"type": "response.completed", "response": None}, {"type": "error", "message": "x"},
-    {"type": "response.refusal.delta", "delta": "no"}, {"type": "response.unknown", "delta": "x"},
-    SimpleNamespace(type="response.output_text.delta", delta=b"bytes"), SimpleNamespace(), Hostile(),
+    {"type": "response.completed", "response": None},
+    {"type": "error", "message": "x"},
+    {"type": "response.refusal.delta", "delta": "no"},
+    {"type": "response.unknown", "delta": "x"},
+    SimpleNamespace(type="response.output_text.delta", delta=b"bytes"),
+    SimpleNamespace(),
+    Hostile(),
     SimpleNamespace(type="response.output_item.added", item=Hostile()),
 ]
 
@@ -534,7 +640,7 @@ def test_async_stream_with_async_close_and_deferred_cut() -> None:
         return passed, stream.outcome
 
     passed, outcome = asyncio.run(main())
-    assert passed == raw[:raw.index(fc["done"]) + 1]
+    assert passed == raw[: raw.index(fc["done"]) + 1]
     assert upstream.closes == 1
     assert outcome.tool_calls == (StreamToolCall("fc_1", "call_1", "get_weather", ARGS),)
     assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")

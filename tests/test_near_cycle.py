@@ -12,7 +12,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import loopcore
 from conftest import CASES, load_index
@@ -34,9 +35,7 @@ from loopcore._reference import (
 from loopguard import TextConfig
 from test_parity import ALPHABETS, assert_parity_drawn
 
-pytestmark = pytest.mark.skipif(
-    "cython" not in loopcore.implementations(), reason="the compiled core is not built"
-)
+pytestmark = pytest.mark.skipif("cython" not in loopcore.implementations(), reason="the compiled core is not built")
 
 N_ONLY = TextConfig("default", enabled=["near_cycle"])
 
@@ -58,9 +57,23 @@ TINY_N = TextConfig(
     cycle_scan_chars=200,
 )
 
-RECORDS = ["{\"a\": 1}\n", "- key: v\n", "@@ -1 +1 @@\n", "+x = 1\n", "-  y\n", "src/a.py:3: E1\n",
-           "t::x PASSED\n", "| a | b |\n", "- item\n", "Wait: no\n", "00000010: 0000 ffff\n",
-           "12:30:05 INFO ok\n", "1853. A year\n", "2024-06-11T03:58:41.260Z INFO ok\n", "123Z x\n"]
+RECORDS = [
+    '{"a": 1}\n',
+    "- key: v\n",
+    "@@ -1 +1 @@\n",
+    "+x = 1\n",
+    "-  y\n",
+    "src/a.py:3: E1\n",
+    "t::x PASSED\n",
+    "| a | b |\n",
+    "- item\n",
+    "Wait: no\n",
+    "00000010: 0000 ffff\n",
+    "12:30:05 INFO ok\n",
+    "1853. A year\n",
+    "2024-06-11T03:58:41.260Z INFO ok\n",
+    "123Z x\n",
+]
 
 
 def _noisy(unit: str, copies: int, rate: float, rng: random.Random, alphabet: str) -> str:
@@ -86,8 +99,7 @@ def noisy_streams(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
         unit = "".join(draw(st.lists(pieces, min_size=1, max_size=12)))[:50] or "ab"
         rng = random.Random(draw(st.integers(0, 2**16)))
-        loop = _noisy(unit, draw(st.integers(2, 14)), draw(st.sampled_from([0.0, 0.02, 0.05, 0.15])), rng,
-                      "xyz 。")
+        loop = _noisy(unit, draw(st.integers(2, 14)), draw(st.sampled_from([0.0, 0.02, 0.05, 0.15])), rng, "xyz 。")
         at = draw(st.integers(0, len(text)))
         text = text[:at] + loop + text[at:]
     if draw(st.booleans()):  # restarts: one line re-emitted cut at different lengths
@@ -119,7 +131,7 @@ def test_parity_near_cycle_long_periods(period: int, seed: int, rate: float) -> 
     words = "the cache keeps a copy of every page we read so the next request is served from memory".split()
     prose = " ".join(rng.choice(words) for _ in range(2000))
     unit = prose[:period]
-    text = prose[period: period + 700] + _noisy(unit, 4, rate, rng, "qjx ") + prose[-500:]
+    text = prose[period : period + 700] + _noisy(unit, 4, rate, rng, "qjx ") + prose[-500:]
     reference = detect(text, N_ONLY, "python", channel="reasoning")
     assert detect(text, N_ONLY, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=seed)) == reference
 
@@ -150,7 +162,9 @@ def test_a_verbatim_cycle_by_hand(impl: str) -> None:
     text = _unit(250) * 4
     found = [d for d in detect(text, N_ONLY, impl, channel="reasoning")]
     assert [(d["kind"], d["position"], d["start"], d["cut"], d.get("strength", "strong")) for d in found] == [
-        ("near_cycle", 800, 0, 250, "weak"), ("near_cycle", 1000, 0, 250, "strong")]
+        ("near_cycle", 800, 0, 250, "weak"),
+        ("near_cycle", 1000, 0, 250, "strong"),
+    ]
     assert NEAR_SEED_COST == 2
     assert found[0]["evidence"] == {"period": 250, "coverage": 548 / 600, "exact": 550}
 
@@ -164,7 +178,9 @@ def test_an_insertion_shifts_the_lag_within_the_tolerance(impl: str) -> None:
     # weak at 800 (N did not hold before); copies 2-4 are identical, so the window t[400:1000]
     # is one exact piece of 600 at lag 251 at 1,000: confirmed, strong
     assert [(d["kind"], d["position"], d.get("strength", "strong")) for d in found] == [
-        ("near_cycle", 800, "weak"), ("near_cycle", 1000, "strong")]
+        ("near_cycle", 800, "weak"),
+        ("near_cycle", 1000, "strong"),
+    ]
     assert found[0]["evidence"]["period"] in (250, 251)
     assert found[0]["cut"] == 250  # copy 2 starts at 250: one copy is kept
     assert found[1]["evidence"]["exact"] == 600
@@ -183,8 +199,13 @@ def test_record_lines_hold_back(impl: str) -> None:
     """The same block repeated as key: value lines does not fire; as prose lines it does."""
     rng = random.Random(5)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    lines = [("".join(rng.choice(letters) for _ in range(5)), "".join(rng.choice(letters) for _ in range(rng.randint(20, 40))))
-             for _ in range(16)]
+    lines = [
+        (
+            "".join(rng.choice(letters) for _ in range(5)),
+            "".join(rng.choice(letters) for _ in range(rng.randint(20, 40))),
+        )
+        for _ in range(16)
+    ]
 
     def block(prefix: str) -> str:  # no 5-gram repeats inside a block but the prefix
         return "".join(f"{prefix}{key}: {value}\n" for key, value in lines)
@@ -196,25 +217,91 @@ def test_record_lines_hold_back(impl: str) -> None:
 
 
 def test_record_lines_by_hand() -> None:
-    records = ["{\"id\": 1}", "  [1, 2]", "\"x\",", "| a |", "key: v", "- job_name: x", "  x.y-z_:", "@@ -1,2 +1,2 @@",
-               "+++ b/x.py", "--- a/x.py", "diff --git a/x b/x", "index 1a..2b 100644", "+x = 1", "-        y", "+",
-               "tests/t.py::test_a PASSED", "/home/ci/x.py:41: Warning", "C:\\dir\\f.txt ok", "a::b",
-               "00000010: 0000 0000  ....", "0x7ffe1200: 48 65", "12:30:05 INFO ok", "2024-01-02 x", "05:00 UTC: a",
-               "1.2.3 notes", "1,000 rows", "2024-06-11T03:58:41.260Z INFO  [worker-5] ok", "2024-06-11T03:58:41Z x",
-               '  "key": 1', '"a","b",3', '"say \\"hi\\"",', '"x" ]', '"k"\t: {', '"a", "b"', '"a",EU,3', '"a", 3',
-               "2024-05-01T12:00:00+00:00 INFO ok", "12:00+0530 x", "09:15+05 y", "2024-03-01,US,gadget,9,9.99"]
-    prose = ["- item one", "Wait: no", "Key: v", "9a: v", "k : v", "plain words here", " + y", "x" * 201,
-             "see a/b later", "", "   ", "1853. A year", "2211 help", "12: x", "1. step", "decade of", "0x1f: a",
-             "3.: x", "12-: y", "2024-06-11Tx", "123Z x", "T12:30 x",
-             '"when is it," she said', '"I am done."', '"unclosed, and on', '"say \\"hi\\" now" x', '"x"',
-             '"No, I told you", she said', '"a", true', '"a",   ', "12+34 = 46", "100+2000 x", "1.2+05 x",
-             "12:30+05:3 z", "2024,EU rows"]
+    records = [
+        '{"id": 1}',
+        "  [1, 2]",
+        '"x",',
+        "| a |",
+        "key: v",
+        "- job_name: x",
+        "  x.y-z_:",
+        "@@ -1,2 +1,2 @@",
+        "+++ b/x.py",
+        "--- a/x.py",
+        "diff --git a/x b/x",
+        "index 1a..2b 100644",
+        "+x = 1",
+        "-        y",
+        "+",
+        "tests/t.py::test_a PASSED",
+        "/home/ci/x.py:41: Warning",
+        "C:\\dir\\f.txt ok",
+        "a::b",
+        "00000010: 0000 0000  ....",
+        "0x7ffe1200: 48 65",
+        "12:30:05 INFO ok",
+        "2024-01-02 x",
+        "05:00 UTC: a",
+        "1.2.3 notes",
+        "1,000 rows",
+        "2024-06-11T03:58:41.260Z INFO  [worker-5] ok",
+        "2024-06-11T03:58:41Z x",
+        '  "key": 1',
+        '"a","b",3',
+        '"say \\"hi\\"",',
+        '"x" ]',
+        '"k"\t: {',
+        '"a", "b"',
+        '"a",EU,3',
+        '"a", 3',
+        "2024-05-01T12:00:00+00:00 INFO ok",
+        "12:00+0530 x",
+        "09:15+05 y",
+        "2024-03-01,US,gadget,9,9.99",
+    ]
+    prose = [
+        "- item one",
+        "Wait: no",
+        "Key: v",
+        "9a: v",
+        "k : v",
+        "plain words here",
+        " + y",
+        "x" * 201,
+        "see a/b later",
+        "",
+        "   ",
+        "1853. A year",
+        "2211 help",
+        "12: x",
+        "1. step",
+        "decade of",
+        "0x1f: a",
+        "3.: x",
+        "12-: y",
+        "2024-06-11Tx",
+        "123Z x",
+        "T12:30 x",
+        '"when is it," she said',
+        '"I am done."',
+        '"unclosed, and on',
+        '"say \\"hi\\" now" x',
+        '"x"',
+        '"No, I told you", she said',
+        '"a", true',
+        '"a",   ',
+        "12+34 = 46",
+        "100+2000 x",
+        "1.2+05 x",
+        "12:30+05:3 z",
+        "2024,EU rows",
+    ]
     assert [is_record_line(line) for line in records] == [True] * len(records)
     assert [is_record_line(line) for line in prose] == [False] * len(prose)
 
 
 def test_record_chars_counts_whole_lines_inside_the_window() -> None:
-    t = "prose line\nkey: v\nmore prose\n{\"a\": 1}"
+    t = 'prose line\nkey: v\nmore prose\n{"a": 1}'
     # lines: "prose line\n" [0, 11), "key: v\n" [11, 18), "more prose\n" [18, 29), '{"a": 1}' [29, 37)
     assert record_chars(t, 0, len(t)) == 7 + 8
     assert record_chars(t, 14, len(t)) == 4 + 8  # from inside the key line: 14..17
@@ -245,7 +332,9 @@ def test_anchors_are_the_trailing_minimum_keys() -> None:
     share = len(near_anchors(prose, 5, 0, len(prose))) / len(prose)
     assert 1 / (NEAR_WINNOW + 2) < share < 1 / (NEAR_WINNOW - 2)  # about one position in NEAR_WINNOW
     keys = [near_key(prose, i, 5) for i in range(4, 200)]
-    by_hand = [i + 4 for i in range(len(keys)) if all(keys[i] <= keys[j] for j in range(max(0, i - NEAR_WINNOW + 1), i))]
+    by_hand = [
+        i + 4 for i in range(len(keys)) if all(keys[i] <= keys[j] for j in range(max(0, i - NEAR_WINNOW + 1), i))
+    ]
     assert near_anchors(prose, 5, 0, 200) == by_hand
 
 
@@ -299,7 +388,27 @@ def test_lag_multiples_by_hand() -> None:
     """The lag share counts a nearest lag within the tolerance of 1-4 periods (p = 9, tol 2)."""
     assert NEAR_MULTIPLES == 4
     assert [d for d in range(1, 50) if near_multiple(d, 9, 2)] == [
-        7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 25, 26, 27, 28, 29, 34, 35, 36, 37, 38]
+        7,
+        8,
+        9,
+        10,
+        11,
+        16,
+        17,
+        18,
+        19,
+        20,
+        25,
+        26,
+        27,
+        28,
+        29,
+        34,
+        35,
+        36,
+        37,
+        38,
+    ]
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -310,14 +419,17 @@ def test_offset_timestamps_and_date_first_csv_are_records(impl: str) -> None:
     log = "".join(f"2024-05-01T12:{i // 60:02d}:{i % 60:02d}+00:00 INFO heartbeat ok\n" for i in range(300))
     csv = "date,region,product,units,unit_price\n" + "".join(
         f"2024-03-{1 + i // 10:02d},{rng.choice(['US', 'EU'])},{rng.choice(['gadget', 'widget'])},"
-        f"{rng.randint(1, 9)},{rng.choice(['9.99', '19.99'])}\n" for i in range(300))
+        f"{rng.randint(1, 9)},{rng.choice(['9.99', '19.99'])}\n"
+        for i in range(300)
+    )
     for text in (log, csv):
         for channel in ("reasoning", "text"):
             assert detect(text, N_ONLY, impl, channel=channel) == []
     # the same heartbeat lines without their timestamps are a loop
-    assert [(d["kind"], d.get("strength", "strong")) for d in detect(
-        "INFO heartbeat ok, all good here\n" * 40, N_ONLY, impl, channel="reasoning")] == [
-        ("near_cycle", "weak"), ("near_cycle", "strong")]  # verbatim: confirmed a checkpoint later
+    assert [
+        (d["kind"], d.get("strength", "strong"))
+        for d in detect("INFO heartbeat ok, all good here\n" * 40, N_ONLY, impl, channel="reasoning")
+    ] == [("near_cycle", "weak"), ("near_cycle", "strong")]  # verbatim: confirmed a checkpoint later
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -339,7 +451,8 @@ def test_a_loop_of_quoted_lines_is_not_records(impl: str) -> None:
     block = "".join(f'"{words[2 * i]}": "{words[2 * i + 1]} {i}",\n' for i in range(32))
     assert detect(block * 4, N_ONLY, impl, channel="reasoning") == []
     assert [d["kind"] for d in detect(block.replace('": "', ' said "') * 4, N_ONLY, impl, channel="reasoning")][:1] == [
-        "near_cycle"]
+        "near_cycle"
+    ]
     # dialogue with the comma after the closing quote, 12 copies with 3 % of code points replaced
     line = '"No, I already told you, the train leaves at nine", she said, and turned away.\n'
     copies = []
@@ -364,11 +477,20 @@ def test_a_loop_of_quoted_lines_is_not_records(impl: str) -> None:
         ("loop_cjk", 100000000, 3, 9, 0.0385453180680243),  # hypothesis: share 0.20 at p, 0.43 at m p
         ("loop_ascii", 1011992, 2, 3, 0.0495),  # "197197197": digit against digit stopped it (0.77)
     ],
-    ids=["ends-between-checkpoints", "pending-kept", "pending-kept-cjk", "digit-heavy", "two-back-q-plus-p",
-         "share-of-multiples", "share-of-multiples-cjk", "a-loop-of-digits"],
+    ids=[
+        "ends-between-checkpoints",
+        "pending-kept",
+        "pending-kept-cjk",
+        "digit-heavy",
+        "two-back-q-plus-p",
+        "share-of-multiples",
+        "share-of-multiples-cjk",
+        "a-loop-of-digits",
+    ],
 )
-def test_short_noisy_loops_hypothesis_and_the_probe_missed(family: str, index: int, seed: int, period: int,
-                                                           noise: float) -> None:
+def test_short_noisy_loops_hypothesis_and_the_probe_missed(
+    family: str, index: int, seed: int, period: int, noise: float
+) -> None:
     """Loops of about four copies at 4-5 % noise that N missed before q ± 2, the window that
     ends with the copies and the kept pending period (the 3rd and 4th miss with
     NEAR_PENDING_KEEP out of reach), two periods back at q + p, the lag share of multiples and
@@ -417,7 +539,9 @@ def test_one_report_per_loop_at_any_checkpoint_spacing(check_every: int) -> None
     config = TextConfig("default", enabled=["near_cycle"], check_every=check_every)
     found = detect(text, config, "cython", channel="reasoning")
     assert [(d["kind"], d["evidence"]["period"], d.get("strength", "strong")) for d in found] == [
-        ("near_cycle", 31, "weak"), ("near_cycle", 31, "strong")]
+        ("near_cycle", 31, "weak"),
+        ("near_cycle", 31, "strong"),
+    ]
     assert found[1]["position"] - found[0]["position"] == check_every
 
 
@@ -425,7 +549,10 @@ def test_one_report_per_loop_both_implementations() -> None:
     text = "A short preface about nothing in particular. " + "Let me check the config again. " * 60
     config = TextConfig("default", enabled=["near_cycle"], check_every=10)
     reference = detect(text, config, "python", channel="reasoning")
-    assert [(d["kind"], d.get("strength", "strong")) for d in reference] == [("near_cycle", "weak"), ("near_cycle", "strong")]
+    assert [(d["kind"], d.get("strength", "strong")) for d in reference] == [
+        ("near_cycle", "weak"),
+        ("near_cycle", "strong"),
+    ]
     assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=2)) == reference
 
 
@@ -439,8 +566,10 @@ def test_n_needs_its_smallest_window_for_restarts_too() -> None:
     assert detect(text, config, "cython", channel="reasoning") == []
 
 
-_WORDS = ("the a of to and in is it that for was on are with as be this have from or one had by but not "
-          "what all were when we there can an your which their said if do will each about how up out them").split()
+_WORDS = (
+    "the a of to and in is it that for was on are with as be this have from or one had by but not "
+    "what all were when we there can an your which their said if do will each about how up out them"
+).split()
 
 
 @pytest.mark.parametrize("end", [2790, 2797, 2804])
@@ -456,8 +585,9 @@ def test_the_window_that_ends_a_block_early_reads_its_first_line_whole(end: int)
     def prose(n: int) -> str:
         return " ".join(rng.choice(_WORDS) for _ in range(n))[:n]
 
-    config = TextConfig("default", enabled=["near_cycle"], check_every=300, near_max_period=20,
-                        near_recurrence_window=600)
+    config = TextConfig(
+        "default", enabled=["near_cycle"], check_every=300, near_max_period=20, near_recurrence_window=600
+    )
     text = prose(2046) + "\n"
     text += "{" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(end - 560 - 2049)) + "\n"
     text += ("{abcdefgh\nqrstuvwxy\n" * 100)[: end - len(text)]

@@ -1,4 +1,4 @@
-"""End to end: the real ``openai`` client against a local OpenAI-compatible server (SPEC §3; seed 003).
+"""End to end: the real ``openai`` client against a local OpenAI-compatible server (spec §3; seed 003).
 
 A stdlib ``ThreadingHTTPServer`` on ``127.0.0.1`` (port 0) serves
 ``POST /v1/chat/completions`` with ``stream=true`` as Server-Sent Events, one chunk per
@@ -43,8 +43,10 @@ CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "cases"
 DELTA = 8  # code points per streamed chunk
 DELAY = 0.002  # seconds between chunks: the client has time to cut mid-stream
 ANSWER = "The meeting is at 10:00."
-QUESTION = [{"role": "system", "content": "You schedule meetings."},
-            {"role": "user", "content": "Li can only do afternoons; Wang only mornings. When is the meeting?"}]
+QUESTION = [
+    {"role": "system", "content": "You schedule meetings."},
+    {"role": "user", "content": "Li can only do afternoons; Wang only mornings. When is the meeting?"},
+]
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ def load_case(prefix: str) -> Case:
 
 
 def windows(text: str, width: int) -> set[str]:
-    return {text[i:i + width] for i in range(max(0, len(text) - width + 1))}
+    return {text[i : i + width] for i in range(max(0, len(text) - width + 1))}
 
 
 @dataclass
@@ -79,8 +81,13 @@ class Record:
 
 
 def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    return {"id": "chatcmpl-e2e", "object": "chat.completion.chunk", "created": 1767225600, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+    return {
+        "id": "chatcmpl-e2e",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+    }
 
 
 class LoopServer(ThreadingHTTPServer):
@@ -89,7 +96,7 @@ class LoopServer(ThreadingHTTPServer):
     def __init__(self, case: Case) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.case = case
-        self.loop_windows = windows(case.text[case.loop_start:], 40)
+        self.loop_windows = windows(case.text[case.loop_start :], 40)
         self.records: list[Record] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -102,14 +109,16 @@ class LoopServer(ThreadingHTTPServer):
     def loop_chunks(self) -> list[dict[str, Any]]:
         text = self.case.text
         out = [chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
-        out += [chunk({"content": None, "reasoning_content": text[i:i + DELTA]}) for i in range(0, len(text), DELTA)]
+        out += [chunk({"content": None, "reasoning_content": text[i : i + DELTA]}) for i in range(0, len(text), DELTA)]
         out.append(chunk({"content": "", "reasoning_content": None}, "stop"))
         return out
 
     @staticmethod
     def answer_chunks() -> list[dict[str, Any]]:
-        out = [chunk({"role": "assistant", "content": None, "reasoning_content": "Afternoon fails for Wang."}),
-               chunk({"content": None, "reasoning_content": " Morning then."})]
+        out = [
+            chunk({"role": "assistant", "content": None, "reasoning_content": "Afternoon fails for Wang."}),
+            chunk({"content": None, "reasoning_content": " Morning then."}),
+        ]
         out += [chunk({"content": part}) for part in ("The meeting", " is at", " 10:00.")]
         out.append(chunk({}, "stop"))
         return out
@@ -146,7 +155,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         if self.path != "/v1/chat/completions" or body.get("stream") is not True:
@@ -165,9 +174,16 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.reject_reasoning_effort and "reasoning_effort" in body:
             record.status = 400
             record.problems = self.server.check_resume(body) if resume else ["refused a first request"]
-            payload = json.dumps({"error": {"message": "Unrecognized request argument supplied: reasoning_effort",
-                                            "type": "invalid_request_error", "param": "reasoning_effort",
-                                            "code": None}}).encode()
+            payload = json.dumps(
+                {
+                    "error": {
+                        "message": "Unrecognized request argument supplied: reasoning_effort",
+                        "type": "invalid_request_error",
+                        "param": "reasoning_effort",
+                        "code": None,
+                    }
+                }
+            ).encode()
             self.send_response(400)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

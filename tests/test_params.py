@@ -86,7 +86,7 @@ def test_a_value_out_of_range_is_refused_alike_by_config_and_core(param: _params
 
 
 def test_a_window_below_40_leaves_e_inert_with_a_warning() -> None:
-    """SPEC §2.1: E checks only with ``window >= 40``. A shorter window is legal and E never
+    """spec §2.1: E checks only with ``window >= 40``. A shorter window is legal and E never
     fires; the config says so (a warning naming the key), the core accepts it."""
     import warnings as _warnings
 
@@ -107,9 +107,14 @@ def test_a_window_below_40_leaves_e_inert_with_a_warning() -> None:
         assert [d[0] for d in live.feed(text) + live.finish()][:1] == ["exact_tail"]
 
 
-@pytest.mark.parametrize(("low", "high"), [("cycle_min_period", "cycle_max_period"),
-                                            ("near_min_period", "near_max_period"),
-                                            ("pool_min_distinct", "pool_max_distinct")])
+@pytest.mark.parametrize(
+    ("low", "high"),
+    [
+        ("cycle_min_period", "cycle_max_period"),
+        ("near_min_period", "near_max_period"),
+        ("pool_min_distinct", "pool_max_distinct"),
+    ],
+)
 def test_a_maximum_below_its_minimum_is_refused_by_both(low: str, high: str) -> None:
     with pytest.raises(ConfigError, match=f"{high}=3 is invalid: must be >= {low} \\(4\\)"):
         TextConfig(**{low: 4, high: 3})

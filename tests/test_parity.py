@@ -1,4 +1,4 @@
-"""The compiled core gives exactly the reference's detections (SPEC §1).
+"""The compiled core gives exactly the reference's detections (spec §1).
 
 On every text case of ``../shared/data/cases`` for the seed profiles and
 ``default``, whole and chunked; and on hypothesis-generated streams (ASCII, CJK,
@@ -9,16 +9,15 @@ chunkings.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, note, settings, strategies as st
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 import loopcore
 from conftest import CASES, load_index
 from helpers import detect, random_cuts
 from loopguard import TextConfig, TextLoopDetector
 
-pytestmark = pytest.mark.skipif(
-    "cython" not in loopcore.implementations(), reason="the compiled core is not built"
-)
+pytestmark = pytest.mark.skipif("cython" not in loopcore.implementations(), reason="the compiled core is not built")
 
 TEXT_CASES = [c for c in load_index() if c["kind"] == "text"]
 
@@ -66,7 +65,8 @@ TINY = TextConfig(
 
 ALPHABETS = {
     "ascii": st.sampled_from(
-        list("abcde fghij.!?,\n:") + ["```", "~~~", "- ", "1. ", "| ", "> ", " " * 97, "\t" * 200]
+        list("abcde fghij.!?,\n:")
+        + ["```", "~~~", "- ", "1. ", "| ", "> ", " " * 97, "\t" * 200]
         + ["key: ", "a_b.c-d:", "\nx1: ", "_k:\n", "9a: ", "k :"]  # key: value data lines (P, default)
         + ["0000 ", "00a0: ", "ff7e ", "9", "3 "]  # hex-dump data runs (L/S, default)
         + ["####", "==", "#  #", "██", "+-"]  # art runs (L/S, default)
@@ -89,8 +89,14 @@ def streams(draw: st.DrawFn, max_period: int = 300) -> str:
         at = draw(st.integers(0, len(text)))
         text = text[:at] + unit * copies + text[at:]
     if draw(st.booleans()):
-        pool = draw(st.lists(st.sampled_from(["Now.", "OK.", "Wait.", "继续。", "好的。", "Hmm?", "Emit!"]),
-                             min_size=1, max_size=4, unique=True))
+        pool = draw(
+            st.lists(
+                st.sampled_from(["Now.", "OK.", "Wait.", "继续。", "好的。", "Hmm?", "Emit!"]),
+                min_size=1,
+                max_size=4,
+                unique=True,
+            )
+        )
         rotation = draw(st.lists(st.sampled_from(pool), min_size=5, max_size=60))
         sep = draw(st.sampled_from([" ", "\n", "", "  "]))
         at = draw(st.integers(0, len(text)))
@@ -177,14 +183,16 @@ REGRESSIONS = {
     "blank-run-long": (TextConfig(), "Okay" + " " * 20_000 + "\nOkay.\n" * 40),
     # counts above 65,535 in one window
     "wide-window-counts": (
-        TextConfig("fuse", enabled=["L"], lowdiv_window=70000, min_chars=0, check_every=70000,
-                   lowdiv_max_unique=2, ngram=1),
+        TextConfig(
+            "fuse", enabled=["L"], lowdiv_window=70000, min_chars=0, check_every=70000, lowdiv_max_unique=2, ngram=1
+        ),
         "a" * 70000,
     ),
     # Thue-Morse blocks collide under polynomial hashing mod 2^64
     "thue-morse-ngram": (
-        TextConfig("fuse", enabled=["L"], ngram=512, lowdiv_window=1024, min_chars=0, check_every=1024,
-                   lowdiv_min_repeat=2),
+        TextConfig(
+            "fuse", enabled=["L"], ngram=512, lowdiv_window=1024, min_chars=0, check_every=1024, lowdiv_min_repeat=2
+        ),
         _thue_morse(512) + _thue_morse(512).translate(str.maketrans("ab", "ba")),
     ),
 }
@@ -194,11 +202,16 @@ REGRESSIONS = {
 # ended by ASCII punctuation and CJK stops inside a run, fences and inline code around runs.
 RUNS = {
     "pool-ascii-punctuation": "".join(
-        f"Let $x^{i % 3} + y = {i % 2}$. Then (a, b) = {{c}}! Check: x_1 <= y? Yes. Wait... " for i in range(60)),
+        f"Let $x^{i % 3} + y = {i % 2}$. Then (a, b) = {{c}}! Check: x_1 <= y? Yes. Wait... " for i in range(60)
+    ),
     "pool-cjk": "好的。继续。我们再算一遍：一二三四五。" * 60 + "结束了。" * 10,
-    "fences-around-runs": ("Intro text with `inline` code and ~tildes~ here. " * 30
-                           + "\n```python\n" + "print('loop forever and ever')\n" * 30 + "```\n"
-                           + "After the fence, the same sentence again. " * 80),
+    "fences-around-runs": (
+        "Intro text with `inline` code and ~tildes~ here. " * 30
+        + "\n```python\n"
+        + "print('loop forever and ever')\n" * 30
+        + "```\n"
+        + "After the fence, the same sentence again. " * 80
+    ),
     "controls-and-blanks": ("alpha\x0bbeta\x1cgamma\tdelta \x00 epsilon. " * 120),
 }
 
@@ -234,9 +247,7 @@ def test_blank_run_of_a_million_is_safe() -> None:
     # checkpoint 1,000,200 sees 40 sentences ("Now", then 39 of the rotation); the window
     # (the last 30) starts at sentence 10 = "Wait."; the very first "Now" is a phrase too, so
     # the cut is 0
-    assert [(d["position"], d["cut"], d["evidence"]["phrases"]) for d in found] == [
-        (1_000_200, 0, ["Wait.", "Now"])
-    ]
+    assert [(d["position"], d["cut"], d["evidence"]["phrases"]) for d in found] == [(1_000_200, 0, ["Wait.", "Now"])]
 
 
 @pytest.mark.parametrize("skip", [False, True])
@@ -259,7 +270,7 @@ def test_parity_pool_skip_key_value(text: str, skip: bool) -> None:
 
 
 def test_pool_skip_key_value_by_hand() -> None:
-    """Which lines are data lines, checked on the reference's line rule (SPEC §2.5 + default profile)."""
+    """Which lines are data lines, checked on the reference's line rule (spec §2.5 + default profile)."""
     from loopcore._reference import _line_is_excluded
 
     data = ["job: a", "  action: keep", "x.y-z_: v", "key:", "relabel_Configs: x", "\t_k: 1"]
@@ -289,8 +300,9 @@ def test_parity_lowdiv_max_data_share(text: str, share: float) -> None:
 def test_data_runs_by_hand() -> None:
     from loopcore._reference import data_share_exceeds
 
-    dump = "".join(f"{0x400 + 16 * i:08x}: 0000 0000 0000 0000 0000 0000 0000 0000  ................\n"
-                   for i in range(30))
+    dump = "".join(
+        f"{0x400 + 16 * i:08x}: 0000 0000 0000 0000 0000 0000 0000 0000  ................\n" for i in range(30)
+    )
     assert data_share_exceeds(dump, 0.8)  # 100 % dump characters; the offsets make 13 different ones
     assert not data_share_exceeds(dump, 1.0)  # off
     same = "00000010: 0000 0000 0000 0000 0000 0000 0000 0000  ................\n" * 30
@@ -302,7 +314,9 @@ def test_data_runs_by_hand() -> None:
 
 BANNER = "".join(
     ("=" * 40 + "\n" if r % 6 == 0 else "")
-    + "|  " + "".join(("####" if (r * 7 + c) % 3 else "#  #") + "  " for c in range(6)) + " |\n"
+    + "|  "
+    + "".join(("####" if (r * 7 + c) % 3 else "#  #") + "  " for c in range(6))
+    + " |\n"
     for r in range(60)
 )
 
@@ -339,8 +353,9 @@ def test_art_runs_by_hand() -> None:
     st.integers(1, 400),
 )
 @settings(max_examples=300, deadline=None)  # each example streams 1,000-6,000 code points through the reference
-def test_held_cycles_parity(unit: str, copies: int, breaks: list[tuple[int, str]], prefix: str, profile: str,
-                            chunk: int) -> None:
+def test_held_cycles_parity(
+    unit: str, copies: int, breaks: list[tuple[int, str]], prefix: str, profile: str, chunk: int
+) -> None:
     """C verifies a held cycle with one comparison per block instead of recomputing it: the
     detections and the checkpoints each detector held are the reference's, through loops that
     continue, break, resume and change period."""
@@ -353,7 +368,7 @@ def test_held_cycles_parity(unit: str, copies: int, breaks: list[tuple[int, str]
     runs = []
     for impl in ("python", "cython"):
         det = TextLoopDetector(profile, implementation=impl)
-        found = [d for i in range(0, len(text), chunk) for d in det.feed(text[i:i + chunk], "reasoning")]
+        found = [d for i in range(0, len(text), chunk) for d in det.feed(text[i : i + chunk], "reasoning")]
         found += det.finish()
         runs.append((found, det.hits("reasoning")))
     assert runs[0] == runs[1]
@@ -367,8 +382,14 @@ def test_a_held_cycle_through_a_change_of_period() -> None:
     hits, found = [], []
     for impl in ("python", "cython"):
         det = TextLoopDetector("rescue", implementation=impl)
-        found.append([(d.kind, d.start, d.cut, d.evidence.get("period")) for i in range(0, len(text), 64)
-                      for d in det.feed(text[i:i + 64], "reasoning")] + [(d.kind, d.start) for d in det.finish()])
+        found.append(
+            [
+                (d.kind, d.start, d.cut, d.evidence.get("period"))
+                for i in range(0, len(text), 64)
+                for d in det.feed(text[i : i + 64], "reasoning")
+            ]
+            + [(d.kind, d.start) for d in det.finish()]
+        )
         hits.append(det.hits("reasoning")["cycle"])
     assert found[0] == found[1] and hits[0] == hits[1]
     # the first loop starts at 105, its period reaching 2 code points back into the prefix (". "),

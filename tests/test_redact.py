@@ -1,4 +1,4 @@
-"""Redaction of secret-looking values (SPEC §6 ④, seed 002: with its counter-examples)."""
+"""Redaction of secret-looking values (spec §6 ④, seed 002: with its counter-examples)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ SECRETS = [
     ("slack xoxb-1234567890-abcdefghij", "slack [REDACTED]"),
     ("hf hf_abcdefghijklmnopqrstuvwxyzABCDEF", "hf [REDACTED]"),
     ("Authorization: Bearer abc.def.ghi123", "Authorization: Bearer [REDACTED]"),
-    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U x",
-     "jwt [REDACTED] x"),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U x",
+        "jwt [REDACTED] x",
+    ),
     ("password=hunter2&user=bob", "password=[REDACTED]&user=bob"),
     ('{"password": "s3cr3t pass", "user": "bob"}', '{"password": "[REDACTED]", "user": "bob"}'),
     ("TOKEN: abc123, next", "TOKEN: [REDACTED], next"),
@@ -39,8 +41,10 @@ SECRETS = [
     ('"a\\u0000password=hunter2"', '"a\\u0000password=[REDACTED]"'),
     ('"\\ud800Bearer abc.def.ghi123"', '"\\ud800Bearer [REDACTED]"'),
     ('"\\b' + "ab" * 32 + '"', '"\\b[REDACTED]"'),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
-     "-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----",
+    ),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Result normalisation (SPEC §5.2): the fast text path equals the plain reference, and hand-checked values."""
+"""Result normalisation (spec §5.2): the fast text path equals the plain reference, and hand-checked values."""
 
 from __future__ import annotations
 
@@ -25,14 +25,67 @@ FORMS = _key_forms(DEFAULT_VOLATILE_FIELDS)
 
 # pieces that trigger (or nearly trigger) every rule, glued by hypothesis in any order
 PIECES = [
-    '"request_id": "req_1"', "request_id=abc", "X-Request-Id: 7f3a", "requestId: 9", "foo_request_id: 3",
-    '"ts": 17', "ts=1", "its: 2", "'timestamp': '2025'", "time=12:00", "date: today", "update: 1",
-    "2025-06-03T14:12:05Z", "2025-06-03 14:12", "12025-06-03T14:12", "1999-12-31T23:59:59.123+01:00",
-    "in 21s", "took 35 ms", "after 10001 milliseconds", "elapsed: 3.5s", "duration=2min", "within 5s",
-    "1.25s", "v1.5s", "0.53 seconds", "2 of 6 ready", "read 3× this session", "called 2 times in this turn",
-    "10 x this conversation", "İstanbul", "ΣΑΣ", "é2025-01-01T00:00", "\t", "\n", " ", ", ", "; ", "}", "]",
-    "-", "_", ".", ":", "=", '"', "'", "\\", "in", "took", "this", "s", "ms", "7", "42",
-    "too\u212a 3s", "\u212atook 3s", "Took 4s", "IN 9 ms", "in5s", "x.request: 4", "\u017f",
+    '"request_id": "req_1"',
+    "request_id=abc",
+    "X-Request-Id: 7f3a",
+    "requestId: 9",
+    "foo_request_id: 3",
+    '"ts": 17',
+    "ts=1",
+    "its: 2",
+    "'timestamp': '2025'",
+    "time=12:00",
+    "date: today",
+    "update: 1",
+    "2025-06-03T14:12:05Z",
+    "2025-06-03 14:12",
+    "12025-06-03T14:12",
+    "1999-12-31T23:59:59.123+01:00",
+    "in 21s",
+    "took 35 ms",
+    "after 10001 milliseconds",
+    "elapsed: 3.5s",
+    "duration=2min",
+    "within 5s",
+    "1.25s",
+    "v1.5s",
+    "0.53 seconds",
+    "2 of 6 ready",
+    "read 3× this session",
+    "called 2 times in this turn",
+    "10 x this conversation",
+    "İstanbul",
+    "ΣΑΣ",
+    "é2025-01-01T00:00",
+    "\t",
+    "\n",
+    " ",
+    ", ",
+    "; ",
+    "}",
+    "]",
+    "-",
+    "_",
+    ".",
+    ":",
+    "=",
+    '"',
+    "'",
+    "\\",
+    "in",
+    "took",
+    "this",
+    "s",
+    "ms",
+    "7",
+    "42",
+    "too\u212a 3s",
+    "\u212atook 3s",
+    "Took 4s",
+    "IN 9 ms",
+    "in5s",
+    "x.request: 4",
+    "\u017f",
 ]
 
 
@@ -41,7 +94,10 @@ def test_fast_text_normalisation_equals_the_reference(text: str) -> None:
     assert _normalize_text(text, FORMS) == _normalize_text_reference(text, FORMS)
 
 
-@given(st.text(max_size=200), st.lists(st.sampled_from(["id", "Trace-Id", "x", "when_ms", "x.request", "时间"]), max_size=3))
+@given(
+    st.text(max_size=200),
+    st.lists(st.sampled_from(["id", "Trace-Id", "x", "when_ms", "x.request", "时间"]), max_size=3),
+)
 def test_fast_equals_reference_for_other_field_lists(text: str, fields: list[str]) -> None:
     forms = _key_forms(tuple(fields))
     assert _normalize_text(text, forms) == _normalize_text_reference(text, forms)
@@ -75,7 +131,7 @@ def test_json_like_results_drop_volatile_members_at_every_level() -> None:
     value = {"data": [{"id": 1, "updatedAt": "x", "ts": 2}], "Request-ID": "r", "elapsed_ms": 5}
     assert normalize_result(value) == {"data": [{"id": 1}]}
     # the hash of a dict is over its compact sorted-key JSON, error flag first
-    expected = hashlib.sha256(('0\n{"data":[{"id":1}]}').encode()).hexdigest()
+    expected = hashlib.sha256(b'0\n{"data":[{"id":1}]}').hexdigest()
     assert result_digest(value) == expected
     assert result_digest({"data": [{"ts": 9, "id": 1}]}) == expected
 
@@ -110,7 +166,9 @@ def test_text_rules_also_apply_inside_json_like_values() -> None:
     )
     assert result_digest({"ready": "2 of 6"}) != result_digest({"ready": "3 of 6"})
     # not normalised at all when asked
-    assert result_digest({"request_id": "a"}, volatile_fields=None) != result_digest({"request_id": "b"}, volatile_fields=None)
+    assert result_digest({"request_id": "a"}, volatile_fields=None) != result_digest(
+        {"request_id": "b"}, volatile_fields=None
+    )
 
 
 def test_unusual_results_get_a_stable_text() -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import loopcore
 from conftest import CASES, load_index
@@ -18,9 +19,7 @@ from loopcore._reference import SALAD_GATE, SALAD_WORD
 from loopguard import TextConfig
 from test_parity import assert_parity_drawn
 
-pytestmark = pytest.mark.skipif(
-    "cython" not in loopcore.implementations(), reason="the compiled core is not built"
-)
+pytestmark = pytest.mark.skipif("cython" not in loopcore.implementations(), reason="the compiled core is not built")
 
 T_ONLY = TextConfig("default", enabled=["salad"])
 TINY_T = TextConfig("default", enabled=["salad"], check_every=7, salad_window=30, salad_max_unique=9)

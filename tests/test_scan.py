@@ -20,9 +20,45 @@ if "cython" in loopcore.implementations():
 
 #: text pieces around token and line boundaries: case, digits, "_", "-", non-ASCII letters that
 #: lower to ASCII (Kelvin sign), every line break str.splitlines knows, Unicode spaces
-PIECES = ["in", "IN", "In5s", "took", "tooK", "too\u212a", "\u212a", "request_id", "Request_Id", "requestid",
-          "_", "-", "5", "42", " ", "\t", "\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028", "\u2029",
-          "\u00a0", "\u3000", "é", "ß", "中文", "😀", ":", "=", "}", "---", "x.request", "\udcff"]
+PIECES = [
+    "in",
+    "IN",
+    "In5s",
+    "took",
+    "tooK",
+    "too\u212a",
+    "\u212a",
+    "request_id",
+    "Request_Id",
+    "requestid",
+    "_",
+    "-",
+    "5",
+    "42",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\v",
+    "\f",
+    "\x1c",
+    "\x85",
+    "\u2028",
+    "\u2029",
+    "\u00a0",
+    "\u3000",
+    "é",
+    "ß",
+    "中文",
+    "😀",
+    ":",
+    "=",
+    "}",
+    "---",
+    "x.request",
+    "\udcff",
+]
 WORDS = ["in", "took", "request_id", "requestid", "x", "a1", "_z"]
 
 text_st = st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=40).map("".join)

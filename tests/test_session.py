@@ -1,4 +1,4 @@
-"""loopguard.session: the state machine hosts drive (SPEC §0, §2.6, §3, §5.2; seeds 001, 002)."""
+"""loopguard.session: the state machine hosts drive (spec §0, §2.6, §3, §5.2; seeds 001, 002)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from loopguard.session import (
 
 GREP = {"pattern": "TODO", "path": "src"}
 GREP_RESULT = "src/a.py:3: TODO fix the cache\nsrc/b.py:9: TODO later"
-LOOP = "Wait, let me recheck the sum. "  # 30 chars; x40 is a verbatim cycle (SPEC §2.4)
+LOOP = "Wait, let me recheck the sum. "  # 30 chars; x40 is a verbatim cycle (spec §2.4)
 
 
 class FakeClock:
@@ -47,7 +47,7 @@ def feed_all(s: Session, text: str, channel: str, size: int) -> list[tuple[int, 
     """Feed ``text`` in ``size``-char deltas; (characters fed after the delta, verdict) per delta."""
     out = []
     for i in range(0, len(text), size):
-        out.append((min(i + size, len(text)), s.feed(text[i:i + size], channel)))
+        out.append((min(i + size, len(text)), s.feed(text[i : i + size], channel)))
     return out
 
 
@@ -110,8 +110,13 @@ def test_verdict_stop_and_to_dict() -> None:
     assert [Verdict(a).stop for a in ("allow", "notice", "deny", "cut", "cancel")] == [
         False, False, False, True, True]  # fmt: skip
     assert Verdict("notice", "x", "why").to_dict() == {
-        "action": "notice", "kind": "x", "reason": "why", "detection": None, "interventions": [],
-        "decision": None, "evidence": {},
+        "action": "notice",
+        "kind": "x",
+        "reason": "why",
+        "detection": None,
+        "interventions": [],
+        "decision": None,
+        "evidence": {},
     }
 
 
@@ -156,7 +161,10 @@ def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     text, channel = case_text("001_")
     found = scan_text(text, channel)  # default profile: N weak at 2,000, then C (and N confirmed) at 2,200
     assert [(d.kind, d.position, d.strength) for d in found] == [
-        ("near_cycle", 2000, "weak"), ("cycle", 2200, "strong"), ("near_cycle", 2200, "strong")]
+        ("near_cycle", 2000, "weak"),
+        ("cycle", 2200, "strong"),
+        ("near_cycle", 2200, "strong"),
+    ]
     expected = found[1]  # the first strong detection acts
     s = Session()
     s.start_turn()
@@ -192,7 +200,7 @@ def test_fuse_profile_acts_at_the_second_hit() -> None:
     s = Session(text_config="fuse")
     head = feed_all(s, text[:3000], channel, 10)
     assert all(v == Verdict("allow") for _, v in head[:-1])
-    noticed = head[-1][1]  # the delta reaching 3000: first hit, pending (SPEC §2.6)
+    noticed = head[-1][1]  # the delta reaching 3000: first hit, pending (spec §2.6)
     assert noticed == Verdict("allow", "text_loop", detection=expected)
     assert s.guard.strikes("default") == 0
     verdicts = [(n + 3000, v) for n, v in feed_all(s, text[3000:], channel, 10)]
@@ -207,15 +215,19 @@ def test_fuse_profile_acts_at_the_second_hit() -> None:
 
 
 def test_detection_at_finish_counts_like_in_feed() -> None:
-    # 690 chars with check_every=1000: the only checkpoint is finish() at 690 (SPEC §2), where
-    # C holds: 23 copies of a 30-char period, L = 690 >= 600 (SPEC §2.4)
+    # 690 chars with check_every=1000: the only checkpoint is finish() at 690 (spec §2), where
+    # C holds: 23 copies of a 30-char period, L = 690 >= 600 (spec §2.4)
     s = Session(text_config=TextConfig(check_every=1000))
     text = LOOP * 23  # 690 chars
     assert all(v.action == "allow" for _, v in feed_all(s, text, "reasoning", 50))
     verdict = s.end_attempt()
     assert verdict.action == "cut" and verdict.detection is not None
-    assert (verdict.detection.kind, verdict.detection.position, verdict.detection.start,
-            verdict.detection.cut) == ("cycle", 690, 0, 30)
+    assert (verdict.detection.kind, verdict.detection.position, verdict.detection.start, verdict.detection.cut) == (
+        "cycle",
+        690,
+        0,
+        30,
+    )
     assert s.guard.strikes("default") == 1
 
 
@@ -264,15 +276,14 @@ def test_tool_result_cancel_when_an_intervention_cancels() -> None:
         s.tool_call("grep", GREP)
         verdict = s.tool_result("grep", GREP, GREP_RESULT)
     assert verdict.action == "cancel" and verdict.kind == "circuit_breaker"
-    assert [(i.action, i.kind) for i in verdict.interventions] == [("notice", "repeat"),
-                                                                  ("cancel", "circuit_breaker")]
+    assert [(i.action, i.kind) for i in verdict.interventions] == [("notice", "repeat"), ("cancel", "circuit_breaker")]
     assert verdict.reason == "\n".join(i.text for i in verdict.interventions)
 
 
 def run_attempt(s: Session, reasoning: str, *, result: str | None = None) -> Verdict:
     s.start_attempt()
     for i in range(0, len(reasoning), 16):
-        s.feed(reasoning[i:i + 16], "reasoning")
+        s.feed(reasoning[i : i + 16], "reasoning")
     verdict = s.tool_call("grep", GREP)
     assert verdict.action == "allow"
     end = s.end_attempt()
@@ -496,9 +507,16 @@ def test_dispose_makes_every_call_raise() -> None:
     s.dispose()
     s.dispose()  # harmless
     calls = [
-        s.start_turn, s.start_attempt, lambda: s.feed("x"), lambda: s.tool_call("grep", GREP),
-        lambda: s.tool_result("grep", GREP, "r"), s.end_attempt, s.end_turn, s.check_stall,
-        s.cancel, s.reset,
+        s.start_turn,
+        s.start_attempt,
+        lambda: s.feed("x"),
+        lambda: s.tool_call("grep", GREP),
+        lambda: s.tool_result("grep", GREP, "r"),
+        s.end_attempt,
+        s.end_turn,
+        s.check_stall,
+        s.cancel,
+        s.reset,
     ]
     for call in calls:
         with pytest.raises(RuntimeError, match="session disposed"):
@@ -531,7 +549,7 @@ def test_retained_text_is_bounded() -> None:
         s.start_attempt()
         text = noise(1_500_000, attempt)
         for i in range(0, len(text), chunk):
-            s.feed(text[i:i + chunk], "reasoning")
+            s.feed(text[i : i + chunk], "reasoning")
             peak = max(peak, s.retained_chars)
             if i + chunk <= MAX_ATTEMPT_CHARS:  # everything fed so far is kept (plus the language sample)
                 assert s.retained_chars == i + chunk + LANG_SAMPLE_CHARS

@@ -27,7 +27,7 @@ def replay(text: str, channel: str = "reasoning") -> tuple[str, int | None, obje
     s.start_attempt()
     notice = None
     for i in range(0, len(text), 16):
-        v = s.feed(text[i:i + 16], channel)
+        v = s.feed(text[i : i + 16], channel)
         if v.stop:
             return v.action, i + 16, v
         if v.action == "notice" and notice is None:
@@ -40,10 +40,12 @@ def replay(text: str, channel: str = "reasoning") -> tuple[str, int | None, obje
 
 def _prose(n: int, seed: int) -> str:
     rng = random.Random(seed)
-    words = ("the value we need is given by a short argument so that each step follows from the "
-             "previous one and nothing else is assumed here about which case comes first").split()
+    words = (
+        "the value we need is given by a short argument so that each step follows from the "
+        "previous one and nothing else is assumed here about which case comes first"
+    ).split()
     out = " ".join(rng.choice(words) for _ in range(n // 4))
-    return (out[:n - 2] + ". ").capitalize()
+    return (out[: n - 2] + ". ").capitalize()
 
 
 # ------------------------------------------------------------------ legitimate
@@ -59,8 +61,10 @@ def _trace() -> str:
 
 
 def _case_enumeration() -> str:
-    cases = "".join(f"If $p = {p}$, then $p^2 + 2 = {p * p + 2}$, which is {'prime' if p % 3 else 'divisible by 3'}.\n"
-                    for p in (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47))
+    cases = "".join(
+        f"If $p = {p}$, then $p^2 + 2 = {p * p + 2}$, which is {'prime' if p % 3 else 'divisible by 3'}.\n"
+        for p in (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
+    )
     return _prose(300, 2) + cases + "Hence only $p = 3$ works.\n"
 
 
@@ -71,7 +75,13 @@ def _search() -> str:
 
 def _answer_twice() -> str:
     reasoning = _prose(900, 4)
-    return '```json\n{\n    "reasoning": "' + reasoning + '",\n    "answer": "7"\n}\n```\n\n' + reasoning + " So the answer is 7."
+    return (
+        '```json\n{\n    "reasoning": "'
+        + reasoning
+        + '",\n    "answer": "7"\n}\n```\n\n'
+        + reasoning
+        + " So the answer is 7."
+    )
 
 
 def _checklist() -> str:
@@ -80,20 +90,24 @@ def _checklist() -> str:
 
 def _shared_prefix() -> str:
     names = ["parse", "render", "load", "save", "merge", "split", "flush", "index", "scan", "open", "close", "seek"]
-    return _prose(200, 5) + "".join(f"- The helper in utils/io.py that we call before every {n} step returns None\n"
-                                    for n in names)
+    return _prose(200, 5) + "".join(
+        f"- The helper in utils/io.py that we call before every {n} step returns None\n" for n in names
+    )
 
 
 def _numbered_template() -> str:
-    return _prose(200, 6) + "".join(f"{i}. Open data/part_{i:02d}.csv, check that its header has 7 columns and "
-                                    f"note its row count ({1000 + 37 * i}).\n" for i in range(1, 21))
+    return _prose(200, 6) + "".join(
+        f"{i}. Open data/part_{i:02d}.csv, check that its header has 7 columns and "
+        f"note its row count ({1000 + 37 * i}).\n"
+        for i in range(1, 21)
+    )
 
 
 def _base64_payload() -> str:
     rng = random.Random(7)
     blob = bytes(rng.randrange(256) for _ in range(300)) + bytes(330) + bytes(rng.randrange(256) for _ in range(300))
     b64 = base64.b64encode(blob).decode()
-    lines = "\n".join(b64[i:i + 76] for i in range(0, len(b64), 76))
+    lines = "\n".join(b64[i : i + 76] for i in range(0, len(b64), 76))
     return "The attachment, base64:\n" + lines + "\nThat is the whole file.\n"
 
 
@@ -111,11 +125,20 @@ def _boolean_list() -> str:
 
 def _code_identifiers() -> str:
     """Unfenced code made of a handful of identifiers (``ds``, ``copy``, ``deep``, ``z``...)."""
-    body = "".join(f'print("\\n{e}:")\n{v} = {e}\ncheck_dtype({v}, "{e}")\n' for e, v in [
-        ("ds.copy()", "ds_copy"), ("ds.copy(deep=True)", "ds_deep_copy"), ("ds.z", "ds_z"),
-        ("ds.z.copy()", "ds_z_copy"), ("ds.z.copy(deep=True)", "ds_z_deep_copy"),
-        ("copy.copy(ds)", "ds_copy2"), ("copy.deepcopy(ds)", "ds_deepcopy"),
-        ("copy.copy(ds.z)", "ds_z_copy2"), ("copy.deepcopy(ds.z)", "ds_z_deepcopy")])
+    body = "".join(
+        f'print("\\n{e}:")\n{v} = {e}\ncheck_dtype({v}, "{e}")\n'
+        for e, v in [
+            ("ds.copy()", "ds_copy"),
+            ("ds.copy(deep=True)", "ds_deep_copy"),
+            ("ds.z", "ds_z"),
+            ("ds.z.copy()", "ds_z_copy"),
+            ("ds.z.copy(deep=True)", "ds_z_deep_copy"),
+            ("copy.copy(ds)", "ds_copy2"),
+            ("copy.deepcopy(ds)", "ds_deepcopy"),
+            ("copy.copy(ds.z)", "ds_z_copy2"),
+            ("copy.deepcopy(ds.z)", "ds_z_deepcopy"),
+        ]
+    )
     return _prose(200, 16) + "Run this:\n" + body
 
 
@@ -249,7 +272,11 @@ def test_seven_copies_data_rows_and_varied_code_stay_masked(impl: str) -> None:
 
     seven = "```cpp\n" + (_FENCE_LINE * 7 + "    x += 1;\n") * 40 + "```\n"
     zeros = "```c\nint table[] = {\n" + "    0, 0, 0, 0, 0, 0, 0, 0,\n" * 200 + "};\n```\n"
-    varied = "```python\n" + "".join(f"    total_{i} = compute_value({i}, scale=factor_{i % 7})\n" for i in range(200)) + "```\n"
+    varied = (
+        "```python\n"
+        + "".join(f"    total_{i} = compute_value({i}, scale=factor_{i % 7})\n" for i in range(200))
+        + "```\n"
+    )
     for body in (seven, zeros, varied):
         assert detect(_FENCE_PRE + body + "That is all.\n", "default", impl, channel="text") == []
 

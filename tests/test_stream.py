@@ -1,4 +1,4 @@
-"""StreamGuard and the Chat Completions adapter over recorded-shape chunk streams (SPEC §2.6, §3; seed 003).
+"""StreamGuard and the Chat Completions adapter over recorded-shape chunk streams (spec §2.6, §3; seed 003).
 
 The fixtures are the dev text cases of ``shared/data/cases`` replayed as the chunks an
 OpenAI-compatible server sends (research/ecosystem.md §1.1, §1.2): reasoning cases as
@@ -9,7 +9,7 @@ DeepSeek-style ``delta.reasoning_content`` chunks (``content: null``), answer ca
 Every expected value is computed independently of the stream layer: a fresh
 :class:`loopguard.TextLoopDetector` is fed the case one code point at a time and the first
 point at which :meth:`~loopguard.TextLoopDetector.action_required` turns true is the
-**acting checkpoint** (SPEC §2.6: C/P/N at their first hit, E/L/S at the
+**acting checkpoint** (spec §2.6: C/P/N at their first hit, E/L/S at the
 ``fuse_hits_before_action``-th checkpoint at which one of them holds).  The acting detection
 is the one the session names for that checkpoint (text.py / session.py): a C/P/N detection
 reported there, else the last one reported there, else (a fuse family acting on its second
@@ -26,7 +26,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -81,7 +81,7 @@ class Case:
     verdict: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_case(prefix: str) -> Case:
     index = json.loads((CASES / "index.json").read_text("utf-8"))
     entry = next(e for e in index if e["file"].startswith(prefix + "_"))
@@ -117,7 +117,7 @@ def acting(text: str, channel: str, config: TextConfig | None = None) -> Acting 
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def case_acting(prefix: str) -> Acting | None:
     case = load_case(prefix)
     return acting(case.text, case.channel, CASE_CONFIGS.get(prefix))
@@ -129,7 +129,7 @@ def case_session(prefix: str) -> Session:
 
 
 def split(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def chat_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -146,8 +146,11 @@ def chat_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[
 
 def usage_chunk() -> dict[str, Any]:
     return {
-        "id": "chatcmpl-7f3a", "object": "chat.completion.chunk", "created": 1767225600,
-        "model": "deepseek-reasoner", "choices": [],
+        "id": "chatcmpl-7f3a",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": "deepseek-reasoner",
+        "choices": [],
         "usage": {"prompt_tokens": 31, "completion_tokens": 900, "total_tokens": 931},
     }
 
@@ -170,8 +173,11 @@ class Recorded:
 
 def recorded_dicts(text: str, channel: str, size: int) -> Recorded:
     pieces = split(text, size)
-    head = {"role": "assistant", "content": None, "reasoning_content": ""} if channel == "reasoning" else {
-        "role": "assistant", "content": "", "refusal": None}
+    head = (
+        {"role": "assistant", "content": None, "reasoning_content": ""}
+        if channel == "reasoning"
+        else {"role": "assistant", "content": "", "refusal": None}
+    )
     chunks: list[Any] = [chat_chunk(head)]
     chunks += [chat_chunk(delta_for(channel, p)) for p in pieces]
     chunks += [chat_chunk({}, "stop"), usage_chunk()]
@@ -233,7 +239,7 @@ def marker_text(channel: str, removed: int, lang: str) -> str:
 
 
 def expected_kept(original: str, cut: int, channel: str, *, marker: bool = True, language: str = "auto") -> str:
-    """SPEC §3: ``original[:cut]`` plus, with ``marker``, one marker line (``N = len(original) - cut``)."""
+    """spec §3: ``original[:cut]`` plus, with ``marker``, one marker line (``N = len(original) - cut``)."""
     kept = original[:cut]
     if not marker or len(original) == cut:
         return kept
@@ -287,14 +293,21 @@ def test_stops_at_the_acting_checkpoint_and_prunes(prefix: str, size: int, shape
         assert (outcome.kept_text, outcome.kept_reasoning) == (kept, other)
     assert kept == consumed[: act.detection.cut] + outcome.marker
     assert outcome.marker.lstrip("\n") == marker_text(
-        case.channel, outcome.removed, pick_language("auto", consumed[: act.detection.cut] or consumed))
+        case.channel, outcome.removed, pick_language("auto", consumed[: act.detection.cut] or consumed)
+    )
 
 
 def test_fixture_facts() -> None:
     """The fixtures cover what they claim: C, N (strong), P and L acting, zh, a fenced answer, a cut at 0."""
     kinds = {p: a.detection.kind for p in LOOP_CASES if (a := case_acting(p)) is not None}
-    assert kinds == {"001": "cycle", "007": "pool", "010": "cycle", "014": "near_cycle",
-                     "015": "near_cycle", "016": "lowdiv_tail"}  # 007, 016 under BEFORE_N (the tuned pool on 007)
+    assert kinds == {
+        "001": "cycle",
+        "007": "pool",
+        "010": "cycle",
+        "014": "near_cycle",
+        "015": "near_cycle",
+        "016": "lowdiv_tail",
+    }  # 007, 016 under BEFORE_N (the tuned pool on 007)
     assert {"lowdiv_tail", "pool"} <= BEFORE_N.enabled and "lowdiv_tail" not in TextConfig().enabled
     a016 = case_acting("016")
     assert a016 is not None and a016.detection.position < a016.checkpoint  # L acted on its second hit
@@ -315,8 +328,10 @@ def test_async_stream_stops_at_the_same_chunk(prefix: str, size: int) -> None:
     assert len(async_passed) == len(sync_passed)
     assert all(a is b for a, b in zip(async_passed, rec.chunks))
     assert async_outcome.detection == sync_outcome.detection
-    assert (async_outcome.kept_reasoning, async_outcome.kept_text) == (sync_outcome.kept_reasoning,
-                                                                       sync_outcome.kept_text)
+    assert (async_outcome.kept_reasoning, async_outcome.kept_text) == (
+        sync_outcome.kept_reasoning,
+        sync_outcome.kept_text,
+    )
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -394,12 +409,18 @@ def test_cut_mode_stops_without_resume() -> None:
 # ------------------------------------------------------------------ (c) an open tool call defers the cut
 
 
-ARGS = json.dumps({"query": "postgres composite index not used when the leading column is missing",
-                   "filters": {"site": "docs.example.org", "lang": ["en", "de"]}, "limit": 10})
+ARGS = json.dumps(
+    {
+        "query": "postgres composite index not used when the leading column is missing",
+        "filters": {"site": "docs.example.org", "lang": ["en", "de"]},
+        "limit": 10,
+    }
+)
 
 
-def tool_delta(index: int, fragment: str, *, first: bool = False, name: str = "search_docs",
-               call_id: str = "call_0") -> dict[str, Any]:
+def tool_delta(
+    index: int, fragment: str, *, first: bool = False, name: str = "search_docs", call_id: str = "call_0"
+) -> dict[str, Any]:
     call: dict[str, Any] = {"index": index, "function": {"arguments": fragment}}
     if first:
         call["id"] = call_id
@@ -451,8 +472,9 @@ def tool_stream(*, after: str, size: int = 7, args_fragment: int = 3) -> ToolStr
     else:
         chunks += [chat_chunk({"tool_calls": [tool_delta(0, frag)]}) for frag in rest]
         if after == "second_call":
-            chunks.append(chat_chunk({"tool_calls": [tool_delta(1, "", first=True, name="read_file",
-                                                                call_id="call_1")]}))
+            chunks.append(
+                chat_chunk({"tool_calls": [tool_delta(1, "", first=True, name="read_file", call_id="call_1")]})
+            )
             chunks.append(chat_chunk({"tool_calls": [tool_delta(1, '{"path": "schema.sql"}')]}))
             chunks.append(chat_chunk({}, "tool_calls"))
         elif after == "finish":
@@ -561,9 +583,9 @@ def test_other_channel_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.Mon
     j = stop_index(act.checkpoint, 7)
     consumed = "".join(pieces[: j + 1])
     chunks = [chat_chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
-    chunks += [chat_chunk({"content": None, "reasoning_content": p}) for p in pieces[:j - 1]]
+    chunks += [chat_chunk({"content": None, "reasoning_content": p}) for p in pieces[: j - 1]]
     chunks.append(chat_chunk({"tool_calls": [tool_delta(0, '{"query": ', first=True)]}))
-    chunks += [chat_chunk({"content": None, "reasoning_content": p}) for p in pieces[j - 1: j + 1]]
+    chunks += [chat_chunk({"content": None, "reasoning_content": p}) for p in pieces[j - 1 : j + 1]]
     answer = ["The meeting ", "is at 10:00."]
     chunks += [chat_chunk({"content": a}) for a in answer]
     chunks.append(chat_chunk({"tool_calls": [tool_delta(0, '"rooms"}')]}))
@@ -678,8 +700,10 @@ def test_a_call_completed_before_the_loop_means_no_resume() -> None:
 def test_tool_calls_without_a_loop_are_assembled() -> None:
     chunks = [chat_chunk({"role": "assistant", "content": None})]
     chunks += [chat_chunk({"tool_calls": [tool_delta(0, f, first=i == 0)]}) for i, f in enumerate(split(ARGS, 5))]
-    chunks += [chat_chunk({"tool_calls": [tool_delta(1, f, first=i == 0, name="read_file", call_id="call_1")]})
-               for i, f in enumerate(split('{"path": "a.sql"}', 4))]
+    chunks += [
+        chat_chunk({"tool_calls": [tool_delta(1, f, first=i == 0, name="read_file", call_id="call_1")]})
+        for i, f in enumerate(split('{"path": "a.sql"}', 4))
+    ]
     chunks.append(chat_chunk({}, "tool_calls"))
     passed, outcome = run(chunks)
     assert len(passed) == len(chunks) and not outcome.stopped
@@ -737,8 +761,11 @@ def loop_chunks() -> list[Any]:
 
 
 def normal_chunks() -> list[Any]:
-    return [chat_chunk({"role": "assistant", "content": ""}), chat_chunk({"content": "The meeting is at 10:00."}),
-            chat_chunk({}, "stop")]
+    return [
+        chat_chunk({"role": "assistant", "content": ""}),
+        chat_chunk({"content": "The meeting is at 10:00."}),
+        chat_chunk({}, "stop"),
+    ]
 
 
 def test_rescue_cap_cancels_the_fourth_loop_in_a_row() -> None:
@@ -747,8 +774,7 @@ def test_rescue_cap_cancels_the_fourth_loop_in_a_row() -> None:
     for _ in range(4):
         _, outcome = run(loop_chunks(), session=session)
         results.append((outcome.stopped, outcome.should_resume, outcome.cancelled, outcome.rescues))
-    assert results == [(True, True, False, 1), (True, True, False, 2), (True, True, False, 3),
-                       (True, False, True, 3)]
+    assert results == [(True, True, False, 1), (True, True, False, 2), (True, True, False, 3), (True, False, True, 3)]
     assert session.consecutive_rescues == 3
 
 
@@ -869,7 +895,7 @@ class RefusingClient(FakeClient):
         self.refused: list[dict[str, Any]] = []
 
     def create(self, **kwargs: Any) -> FakeStream:
-        if (self.requests if self.after_first else "reasoning_effort" in kwargs):
+        if self.requests if self.after_first else "reasoning_effort" in kwargs:
             self.requests.append(kwargs)
             self.refused.append(kwargs)
             raise StatusError(self.status)
@@ -945,8 +971,9 @@ def test_three_rescues_in_a_row_keep_one_note(content: str) -> None:
 
 
 @pytest.mark.parametrize("status", (400, 422))
-def test_create_with_rescue_resends_without_refused_retry_settings(status: int,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_create_with_rescue_resends_without_refused_retry_settings(
+    status: int, caplog: pytest.LogCaptureFixture
+) -> None:
     client = RefusingClient([loop_chunks(), normal_chunks()], status=status)
     with caplog.at_level(logging.WARNING, logger="loopguard.integrations"):
         result = create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}])
@@ -963,15 +990,21 @@ def test_the_resend_keeps_the_callers_own_settings() -> None:
     with pytest.raises(StatusError):  # the resend is refused too: that error propagates
         create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}], temperature=0.2)
     assert [(r["temperature"], r.get("reasoning_effort")) for r in client.requests] == [
-        (0.2, None), (1.0, "low"), (0.2, None)]
+        (0.2, None),
+        (1.0, "low"),
+        (0.2, None),
+    ]
     assert client.refused == client.requests[1:]
 
 
 def test_acreate_with_rescue_resends_without_refused_retry_settings() -> None:
     inner = RefusingClient([loop_chunks(), normal_chunks()])
     session = Session()
-    result = asyncio.run(acreate_with_rescue(AsyncFakeClient(inner), model="m", session=session,
-                                             messages=[{"role": "user", "content": "q"}]))
+    result = asyncio.run(
+        acreate_with_rescue(
+            AsyncFakeClient(inner), model="m", session=session, messages=[{"role": "user", "content": "q"}]
+        )
+    )
     assert result.text == "The meeting is at 10:00." and result.rescues == 1
     assert [_settings(r) for r in inner.requests] == [{}, RETRY, {}]
     assert inner.refused == [inner.requests[1]]
@@ -998,7 +1031,11 @@ def test_start_turn_resets_the_rescue_count_and_the_retry_budget() -> None:
     session = Session()
     config = StreamConfig(retry_requests=2)
     assert [run(loop_chunks(), session=session, config=config)[1].should_resume for _ in range(4)] == [
-        True, True, True, False]
+        True,
+        True,
+        True,
+        False,
+    ]
     assert session.consecutive_rescues == 3 and session.retry_requests_left == 2
     session.start_turn()  # a new user message
     assert session.consecutive_rescues == 0 and session.retry_requests_left == 0
@@ -1028,8 +1065,9 @@ def test_create_with_rescue_past_the_cap() -> None:
     assert [o.should_resume for o in result.outcomes] == [True, True, True, False]
     client = FakeClient([loop_chunks() for _ in range(6)])
     with pytest.raises(LoopGuardCancelled):
-        create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}],
-                           config={"on_rescue_cap": "raise"})
+        create_with_rescue(
+            client, model="m", messages=[{"role": "user", "content": "q"}], config={"on_rescue_cap": "raise"}
+        )
     assert len(client.requests) == 4
 
 
@@ -1037,7 +1075,7 @@ def test_create_with_rescue_past_the_cap() -> None:
 
 
 def windows(text: str, width: int) -> set[str]:
-    return {text[i:i + width] for i in range(max(0, len(text) - width + 1))}
+    return {text[i : i + width] for i in range(max(0, len(text) - width + 1))}
 
 
 @pytest.mark.parametrize(("prefix", "lang"), [("010", "zh"), ("015", "en"), ("007", "en"), ("001", "en")])
@@ -1055,13 +1093,21 @@ def test_resume_messages(prefix: str, lang: str) -> None:
     out = request.messages
     assert out[0] == history[0] and out[0] is not history[0] and out[1] is not history[1]  # copies
     channel = "reasoning" if case.channel == "reasoning" else "answer"
-    note = render("resume", lang, channel=channel, channel_zh="推理" if channel == "reasoning" else "回答",
-                  count=len(consumed) - act.detection.cut)
+    note = render(
+        "resume",
+        lang,
+        channel=channel,
+        channel_zh="推理" if channel == "reasoning" else "回答",
+        count=len(consumed) - act.detection.cut,
+    )
     assert note.startswith("[loopguard]")
     if case.channel == "text":  # the pruned answer is kept: an assistant turn, then the note as a user turn
         assert outcome.kept_text.strip()
-        assert out[1:] == [history[1], {"role": "assistant", "content": outcome.kept_text},
-                           {"role": "user", "content": note}]
+        assert out[1:] == [
+            history[1],
+            {"role": "assistant", "content": outcome.kept_text},
+            {"role": "user", "content": note},
+        ]
     else:  # no assistant turn to add: the note goes into the user turn (roles alternate)
         assert outcome.kept_text == ""
         assert out[1:] == [{"role": "user", "content": "Answer, please.\n\n" + note}]
@@ -1070,13 +1116,13 @@ def test_resume_messages(prefix: str, lang: str) -> None:
     # the loop never goes back: no 30-code-point window of the removed part that is not also in the
     # kept part (a C cut keeps the first copy) appears in any message
     kept = consumed[: act.detection.cut]
-    loop_only = windows(consumed[act.detection.cut:], 30) - windows(kept, 30)
+    loop_only = windows(consumed[act.detection.cut :], 30) - windows(kept, 30)
     for message in out:
         content = message["content"]
         assert not any(w in content for w in loop_only)
     if case.channel == "reasoning":  # the reasoning is not replayed at all by default
         body = "".join(m["content"] for m in out)
-        assert not any(w in body for w in windows(consumed[act.detection.cut:], 30))
+        assert not any(w in body for w in windows(consumed[act.detection.cut :], 30))
 
 
 def test_resume_messages_settings_and_reasoning() -> None:
@@ -1102,9 +1148,21 @@ class Exploding:
 
 
 JUNK: list[Any] = [
-    None, 0, 42, 3.5, "data: {}", b"\x00", [], Exploding(),
-    {}, {"choices": None}, {"choices": "abc"}, {"choices": [None, 1, "x"]}, {"choices": {"0": {}}},
-    {"choices": [{"index": 0}]}, {"choices": [{"index": 0, "delta": None}]},
+    None,
+    0,
+    42,
+    3.5,
+    "data: {}",
+    b"\x00",
+    [],
+    Exploding(),
+    {},
+    {"choices": None},
+    {"choices": "abc"},
+    {"choices": [None, 1, "x"]},
+    {"choices": {"0": {}}},
+    {"choices": [{"index": 0}]},
+    {"choices": [{"index": 0, "delta": None}]},
     {"choices": [{"index": 0, "delta": "content"}]},
     {"choices": [{"index": 0, "delta": {"content": 5}}]},
     {"choices": [{"index": 0, "delta": {"content": ["a", "b"]}}]},
@@ -1185,6 +1243,7 @@ def test_upstream_error_propagates_unchanged(is_async: bool) -> None:
 
     seen: list[Any] = []
     if is_async:
+
         async def main() -> StreamOutcome:
             stream = aguard_stream(aupstream())
             with pytest.raises(Boom) as info:
@@ -1287,8 +1346,12 @@ def test_stall_nudge_on_the_third_reasoning_only_attempt() -> None:
     session = Session()
     texts = [long_reasoning() for _ in range(4)]
     verdicts = [_attempt(session, reasoning=t) for t in texts]
-    assert [(v.action, v.kind) for v in verdicts] == [("allow", None), ("allow", None),
-                                                      ("notice", "stall_nudge"), ("allow", None)]
+    assert [(v.action, v.kind) for v in verdicts] == [
+        ("allow", None),
+        ("allow", None),
+        ("notice", "stall_nudge"),
+        ("allow", None),
+    ]
     assert verdicts[2].reason == render("stall_nudge", "zh", count=3)
     assert verdicts[2].reason.startswith("[loopguard]")
     assert verdicts[2].evidence == {"attempts": 3, "nudges": 1, "reasoning_chars": len(texts[2])}
@@ -1298,7 +1361,7 @@ def test_stall_nudge_english_and_threshold() -> None:
     base = load_case("025").text  # 13k code points of normal English reasoning
 
     def text(i: int, n: int) -> str:
-        return base[i * 1100: i * 1100 + n]
+        return base[i * 1100 : i * 1100 + n]
 
     session = Session()
     verdicts = [_attempt(session, reasoning=text(i, 1024)) for i in range(3)]
@@ -1346,8 +1409,9 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
 
 
 @pytest.mark.parametrize("is_async", (False, True))
-def test_guard_internal_error_turns_into_pass_through(monkeypatch: pytest.MonkeyPatch, is_async: bool,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_guard_internal_error_turns_into_pass_through(
+    monkeypatch: pytest.MonkeyPatch, is_async: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(session_module.Session, "feed", _raise)
     rec = recorded("010", 7)
     with caplog.at_level(logging.ERROR, logger="loopguard"):
@@ -1361,8 +1425,12 @@ def test_guard_internal_error_turns_into_pass_through(monkeypatch: pytest.Monkey
 
 def test_guard_internal_error_in_apply_is_contained(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(StreamGuard, "close_open_calls", _raise)
-    chunks = [chat_chunk({"content": "Hello. "}), chat_chunk({"tool_calls": [tool_delta(0, "{}", first=True)]}),
-              chat_chunk({"tool_calls": [tool_delta(1, "{}", first=True)]}), chat_chunk({}, "tool_calls")]
+    chunks = [
+        chat_chunk({"content": "Hello. "}),
+        chat_chunk({"tool_calls": [tool_delta(0, "{}", first=True)]}),
+        chat_chunk({"tool_calls": [tool_delta(1, "{}", first=True)]}),
+        chat_chunk({}, "tool_calls"),
+    ]
     passed, outcome = run(chunks)
     assert len(passed) == len(chunks) and not outcome.stopped
 
@@ -1385,7 +1453,7 @@ def test_stall_nudge_reaches_the_stream_outcome() -> None:
     for i in range(3):
         reasoning = "".join(f"step {i}-{k}: the value {k * 7 + i} is checked against the table. " for k in range(25))
         assert len(reasoning) >= 1024
-        chunks = [chat_chunk({"reasoning_content": reasoning[j:j + 64]}) for j in range(0, len(reasoning), 64)]
+        chunks = [chat_chunk({"reasoning_content": reasoning[j : j + 64]}) for j in range(0, len(reasoning), 64)]
         stream = guard_stream(iter(chunks), session=session)
         for _ in stream:
             pass
@@ -1396,9 +1464,15 @@ def test_stall_nudge_reaches_the_stream_outcome() -> None:
 
 
 def test_resume_omits_an_assistant_message_that_would_hold_only_the_marker() -> None:
-    outcome = StreamOutcome(cut=0, channel="text", kept_text="〔90 chars of repeated text removed〕",
-                            marker="〔90 chars of repeated text removed〕", removed=90, stopped=True,
-                            should_resume=True)
+    outcome = StreamOutcome(
+        cut=0,
+        channel="text",
+        kept_text="〔90 chars of repeated text removed〕",
+        marker="〔90 chars of repeated text removed〕",
+        removed=90,
+        stopped=True,
+        should_resume=True,
+    )
     request = resume_messages([{"role": "user", "content": "q"}], outcome)
     note = render("resume", "en", channel="answer", channel_zh="回答", count=90)
     assert request.messages == [{"role": "user", "content": "q\n\n" + note}]
@@ -1446,9 +1520,14 @@ def test_resume_note_is_a_new_user_message_after_a_non_user_turn(last: str) -> N
     note = zh_note(loop_removed())
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the room."}]
     if last == "tool":
-        messages += [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "rooms", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "A-101"}]
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "rooms", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "A-101"},
+        ]
     elif last == "assistant":
         messages.append({"role": "assistant", "content": "The room is"})
     else:
@@ -1490,19 +1569,22 @@ def _counts(text: str) -> tuple[int, int, int]:
     return han, latin, other
 
 
-@pytest.mark.parametrize(("sample", "expected"), [
-    ("找到 3 处匹配", "zh"),
-    ("3 matches", "en"),
-    ("", "en"),
-    ("漢字かな", "en"),  # Han 2 = kana 2: Han must outnumber them
-    ("漢字漢かな", "zh"),
-    ("ab漢字", "en"),  # Han 2 = letters 2
-    ("a漢字", "zh"),
-    ("会議は水曜日の午後にしましょう。", "en"),  # Japanese: Han 7, kana 8
-    ("会議は水曜日の午後です。", "zh"),  # Han 7 > kana 4: the rule counts characters, not languages
-    ("회의는 수요일 오후입니다.", "en"),  # Korean
-    ("大韓民國 헌법", "zh"),  # Han 4 > hangul 2
-])
+@pytest.mark.parametrize(
+    ("sample", "expected"),
+    [
+        ("找到 3 处匹配", "zh"),
+        ("3 matches", "en"),
+        ("", "en"),
+        ("漢字かな", "en"),  # Han 2 = kana 2: Han must outnumber them
+        ("漢字漢かな", "zh"),
+        ("ab漢字", "en"),  # Han 2 = letters 2
+        ("a漢字", "zh"),
+        ("会議は水曜日の午後にしましょう。", "en"),  # Japanese: Han 7, kana 8
+        ("会議は水曜日の午後です。", "zh"),  # Han 7 > kana 4: the rule counts characters, not languages
+        ("회의는 수요일 오후입니다.", "en"),  # Korean
+        ("大韓民國 헌법", "zh"),  # Han 4 > hangul 2
+    ],
+)
 def test_pick_language_auto(sample: str, expected: str) -> None:
     han, latin, other = _counts(sample)
     assert (han > latin and han > other) == (expected == "zh")
@@ -1540,17 +1622,22 @@ def test_japanese_and_korean_loops_get_english_markers_and_notes(prefix: str) ->
 
 
 def test_a_call_fragment_that_names_nothing_is_no_call() -> None:
-    chunks = [chat_chunk({"role": "assistant", "content": None}),
-              chat_chunk({"tool_calls": [{"index": 0, "function": None}]}),
-              chat_chunk({"tool_calls": [{"index": 1, "id": "call_x", "function": None}]}),
-              chat_chunk({"tool_calls": [{"index": 2, "function": {"name": "ls"}}]}),
-              chat_chunk({"tool_calls": [{"index": 3, "function": {"arguments": "{}"}}]}),
-              chat_chunk({"tool_calls": [{"index": 4, "type": "function", "function": {"arguments": ""}}]}),
-              chat_chunk({}, "tool_calls")]
+    chunks = [
+        chat_chunk({"role": "assistant", "content": None}),
+        chat_chunk({"tool_calls": [{"index": 0, "function": None}]}),
+        chat_chunk({"tool_calls": [{"index": 1, "id": "call_x", "function": None}]}),
+        chat_chunk({"tool_calls": [{"index": 2, "function": {"name": "ls"}}]}),
+        chat_chunk({"tool_calls": [{"index": 3, "function": {"arguments": "{}"}}]}),
+        chat_chunk({"tool_calls": [{"index": 4, "type": "function", "function": {"arguments": ""}}]}),
+        chat_chunk({}, "tool_calls"),
+    ]
     passed, outcome = run(chunks)
     assert len(passed) == len(chunks)
-    assert outcome.tool_calls == (StreamToolCall(1, "call_x", "", ""), StreamToolCall(2, None, "ls", ""),
-                                  StreamToolCall(3, None, "", "{}"))
+    assert outcome.tool_calls == (
+        StreamToolCall(1, "call_x", "", ""),
+        StreamToolCall(2, None, "ls", ""),
+        StreamToolCall(3, None, "", "{}"),
+    )
 
 
 # ------------------------------------------------------------------ (n) two streams on one session
@@ -1612,8 +1699,9 @@ def test_concurrent_streams_on_one_session_keep_the_clean_text_intact() -> None:
     j = stop_index(act.checkpoint, 7)
     assert len(loop_passed) == Recorded.HEAD + j
     assert loop_outcome.stopped and loop_outcome.detection == act.detection
-    assert loop_outcome.kept_reasoning == expected_kept("".join(looping.pieces[: j + 1]), act.detection.cut,
-                                                        "reasoning")
+    assert loop_outcome.kept_reasoning == expected_kept(
+        "".join(looping.pieces[: j + 1]), act.detection.cut, "reasoning"
+    )
 
 
 # ------------------------------------------------------------------ (o) construction and context managers
@@ -1698,7 +1786,8 @@ def test_stream_config_key_in_two_spellings_is_an_error() -> None:
     with pytest.raises(ConfigError):
         StreamConfig.from_mapping({"max_consecutive_rescues": 2, "maxConsecutiveRescues": 3})
     assert StreamConfig.from_mapping({"retryTemperature": 0.5, "maxConsecutiveRescues": 2}) == StreamConfig(
-        retry_temperature=0.5, max_consecutive_rescues=2)
+        retry_temperature=0.5, max_consecutive_rescues=2
+    )
 
 
 @pytest.mark.parametrize("effort", ("  ", " low", "low ", "", "\tlow", 5))
@@ -1713,4 +1802,5 @@ def test_stream_config_retry_reasoning_effort_must_be_a_word(effort: Any) -> Non
 @pytest.mark.parametrize("effort", ("low", "medium", "high", None))
 def test_stream_config_retry_reasoning_effort_accepted(effort: str | None) -> None:
     assert StreamConfig(retry_reasoning_effort=effort).retry_settings() == (
-        {"temperature": 1.0, "reasoning_effort": effort} if effort else {"temperature": 1.0})
+        {"temperature": 1.0, "reasoning_effort": effort} if effort else {"temperature": 1.0}
+    )

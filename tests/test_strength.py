@@ -1,4 +1,4 @@
-"""Graded verdicts (SPEC §2.7, issue 14): a detection carries its strength; a ``Session`` cuts
+"""Graded verdicts (spec §2.7, issue 14): a detection carries its strength; a ``Session`` cuts
 only on strong evidence and gives a notice on weak evidence, which a later strong detection of
 the same loop confirms.
 
@@ -36,7 +36,7 @@ def _noisy(unit: str, copies: int) -> str:
     out = []
     for i in range(copies):
         at = (10 + 37 * i) % 90
-        out.append(unit[:at] + "#" + unit[at + 1:])
+        out.append(unit[:at] + "#" + unit[at + 1 :])
     return "".join(out)
 
 
@@ -70,8 +70,9 @@ def test_detection_strength_is_validated_and_serialised() -> None:
 
 def _enumeration(count: int) -> str:
     """A template whose slots bring new values every line (a search: progress)."""
-    return "".join(f"For x = {x}, we get b = {x * x + 7 * x + 3}, which is still too small.\n"
-                   for x in range(1, count + 1))
+    return "".join(
+        f"For x = {x}, we get b = {x * x + 7 * x + 3}, which is still too small.\n" for x in range(1, count + 1)
+    )
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -110,7 +111,7 @@ def test_session_notices_weak_then_cuts_on_strong() -> None:
     s.start_attempt()
     first = {}
     for i in range(0, len(text), 16):
-        v = s.feed(text[i:i + 16], "reasoning")
+        v = s.feed(text[i : i + 16], "reasoning")
         first.setdefault(v.action, (i + 16, v))
         if v.stop:
             break
@@ -186,8 +187,14 @@ def test_stream_guard_passes_a_weak_loop_through_and_reports_its_notice() -> Non
     from loopguard.integrations.openai import guard_stream
 
     text = _noisy(_unit(100), 15)
-    chunks = [{"choices": [{"index": 0, "delta": {"content": None, "reasoning_content": text[i:i + 16]},
-                            "finish_reason": None}]} for i in range(0, len(text), 16)]
+    chunks = [
+        {
+            "choices": [
+                {"index": 0, "delta": {"content": None, "reasoning_content": text[i : i + 16]}, "finish_reason": None}
+            ]
+        }
+        for i in range(0, len(text), 16)
+    ]
     chunks.append({"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]})
     stream = guard_stream(iter(chunks))
     assert list(stream) == chunks

@@ -25,7 +25,7 @@ def raw(impl: str, ids: object, chunks: int = 1) -> list:
     size = max(1, len(seq) // chunks)
     out = []
     for i in range(0, len(seq), size):
-        out += stream.feed_tokens(array.array("q", seq[i:i + size]))
+        out += stream.feed_tokens(array.array("q", seq[i : i + size]))
     return out + stream.finish()
 
 
@@ -34,8 +34,11 @@ def test_a_period_4_loop_is_cut_after_its_first_copy_in_tokens() -> None:
     found = [(d.kind, d.start, d.cut, d.position, d.strength) for d in scan_tokens(LOOP)]
     # N sees the near-copies at the checkpoint at token 600 (a notice); C the verbatim cycle at 800
     # (C needs 600 tokens of copies: 150 of the 187 whole ones), and N turns strong there
-    assert found == [("near_cycle", 50, 54, 600, "weak"), ("cycle", 50, 54, 800, "strong"),
-                     ("near_cycle", 50, 54, 800, "strong")]
+    assert found == [
+        ("near_cycle", 50, 54, 600, "weak"),
+        ("cycle", 50, 54, 800, "strong"),
+        ("near_cycle", 50, 54, 800, "strong"),
+    ]
     cycle = next(d for d in scan_tokens(LOOP) if d.kind == "cycle")
     assert cycle.evidence == {"period": 4, "copies": 187, "length": 750}
 
@@ -45,8 +48,9 @@ def test_ids_are_symbols_whatever_their_value() -> None:
     # largest ids) gives the same detections: ids carry no character class
     for ids in ([0, 10, 32, 46], [851_967, 851_968, 1_114_111, 7]):
         mapped = PREFIX + ids * 200
-        assert [(d.kind, d.start, d.cut, d.position) for d in scan_tokens(mapped)] == \
-            [(d.kind, d.start, d.cut, d.position) for d in scan_tokens(LOOP)]
+        assert [(d.kind, d.start, d.cut, d.position) for d in scan_tokens(mapped)] == [
+            (d.kind, d.start, d.cut, d.position) for d in scan_tokens(LOOP)
+        ]
 
 
 def test_distinct_tokens_are_never_a_loop() -> None:
@@ -60,10 +64,15 @@ def test_symbols_map_into_the_planes_without_character_classes() -> None:
 
 
 # --------------------------------------------------------------- implementations agree
-@given(st.lists(st.integers(0, 12), min_size=0, max_size=40), st.integers(1, 60), st.integers(1, 7),
-       st.integers(0, 1_114_111))
+@given(
+    st.lists(st.integers(0, 12), min_size=0, max_size=40),
+    st.integers(1, 60),
+    st.integers(1, 7),
+    st.integers(0, 1_114_111),
+)
 def test_both_implementations_give_the_same_detections_for_any_chunking(
-        unit: list[int], repeats: int, chunks: int, offset: int) -> None:
+    unit: list[int], repeats: int, chunks: int, offset: int
+) -> None:
     ids = [offset] + [(x * 7919 + offset) % 1_114_112 for x in unit] * repeats
     expected = raw("python", ids)
     for impl in loopcore.implementations():
@@ -110,10 +119,11 @@ def test_detector_feed_tokens_in_pieces_equals_one_scan() -> None:
     det = TextLoopDetector("tokens")
     found = []
     for i in range(0, len(LOOP), 7):
-        found += det.feed_tokens(np.array(LOOP[i:i + 7], dtype=np.int32), "reasoning")
+        found += det.feed_tokens(np.array(LOOP[i : i + 7], dtype=np.int32), "reasoning")
     found += det.finish()
-    assert [(d.kind, d.start, d.cut, d.position) for d in found] == \
-        [(d.kind, d.start, d.cut, d.position) for d in scan_tokens(LOOP, channel="reasoning")]
+    assert [(d.kind, d.start, d.cut, d.position) for d in found] == [
+        (d.kind, d.start, d.cut, d.position) for d in scan_tokens(LOOP, channel="reasoning")
+    ]
     assert det.length("reasoning") == len(LOOP) and det.action_required("reasoning")
 
 
@@ -167,7 +177,10 @@ def test_text_shaped_detectors_are_refused_for_tokens() -> None:
     # E: the tail [1400, 2000) first recurs at 52 (the loop's phase), counted again at 652 (the cut);
     # S: the first 400-window without the prefix starts at 100; L: the 2000-window at 2200 starts at 200
     assert [(d.kind, d.position, d.start, d.cut) for d in fused] == [
-        ("exact_tail", 2000, 52, 652), ("lowdiv_sliding", 2000, 100, 100), ("lowdiv_tail", 2200, 200, 200)]
+        ("exact_tail", 2000, 52, 652),
+        ("lowdiv_sliding", 2000, 100, 100),
+        ("lowdiv_tail", 2200, 200, 200),
+    ]
 
 
 def test_a_bad_row_is_named() -> None:
@@ -198,8 +211,10 @@ def test_ids_that_wrap_onto_ordinary_code_points_cannot_open_fenced_code() -> No
     fence = [wrap + 96] * 3 + [wrap + 10]  # "```\n" if ids were text
     plain = [500] * 3 + [501]  # the same shape of symbols, nowhere near a character class
     assert scan_tokens(fence + LOOP) == scan_tokens(plain + LOOP)
-    assert [(d.kind, d.start, d.cut) for d in scan_tokens(fence + LOOP)][:2] == [("near_cycle", 54, 58),
-                                                                                ("cycle", 54, 58)]
+    assert [(d.kind, d.start, d.cut) for d in scan_tokens(fence + LOOP)][:2] == [
+        ("near_cycle", 54, 58),
+        ("cycle", 54, 58),
+    ]
 
 
 def test_a_list_of_numpy_scalars_is_one_sequence_and_empty_batches_are_empty() -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import loopcore
 from helpers import detect
@@ -20,17 +21,51 @@ from loopcore._reference import SALAD_PAIRS_PER_WORD, SALAD_WORD_REPEAT, SALAD_W
 from loopguard import ConfigError, TextConfig
 from test_parity import assert_parity_drawn
 
-pytestmark = pytest.mark.skipif(
-    "cython" not in loopcore.implementations(), reason="the compiled core is not built"
-)
+pytestmark = pytest.mark.skipif("cython" not in loopcore.implementations(), reason="the compiled core is not built")
 
 T_ONLY = TextConfig("default", enabled=["salad"])
 #: small runs, so that short hypothesis streams reach every branch of the walk
 TINY_W = TextConfig("default", enabled=["salad"], check_every=7, salad_min_words=3, salad_max_words=3)
 
-PIECES = ["wait", "no", "so", "ok", "I'll", "it", "a", "好的", "等等", "well-known",
-          " ", "  ", ", ", ". ", "\n", "\n\n", "，", "…", "'", "-", "—",
-          "(", ")", "[", "]", "{", "}", "|", "_", "=", "\\", "7", "x2", "\n- ", "\n* ", "\n> ", "\n  + "]
+PIECES = [
+    "wait",
+    "no",
+    "so",
+    "ok",
+    "I'll",
+    "it",
+    "a",
+    "好的",
+    "等等",
+    "well-known",
+    " ",
+    "  ",
+    ", ",
+    ". ",
+    "\n",
+    "\n\n",
+    "，",
+    "…",
+    "'",
+    "-",
+    "—",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "|",
+    "_",
+    "=",
+    "\\",
+    "7",
+    "x2",
+    "\n- ",
+    "\n* ",
+    "\n> ",
+    "\n  + ",
+]
 
 
 @st.composite
@@ -46,9 +81,16 @@ def test_parity_tiny_word_salad(data: st.DataObject) -> None:
 @st.composite
 def long_salads(draw: st.DrawFn) -> str:
     """Prose-like head, a salad of 2-10 words with one separator style, perhaps a breaker."""
-    words = draw(st.lists(st.sampled_from(["wait", "no", "so", "okay", "hmm", "then", "right", "yes",
-                                           "maybe", "now", "I'll", "好的"]), min_size=2, max_size=10,
-                          unique=True))
+    words = draw(
+        st.lists(
+            st.sampled_from(
+                ["wait", "no", "so", "okay", "hmm", "then", "right", "yes", "maybe", "now", "I'll", "好的"]
+            ),
+            min_size=2,
+            max_size=10,
+            unique=True,
+        )
+    )
     sep = draw(st.sampled_from([" ", ", ", "\n", "，", ". "]))
     count = draw(st.integers(40, 400))
     seed = draw(st.integers(0, 2**16))
@@ -162,21 +204,24 @@ def _boolean_list() -> str:
 
 def _word_table() -> str:
     rng = random.Random(14)
-    rows = "".join("| " + " | ".join(rng.choice(["yes", "no", "maybe"]) for _ in range(5)) + " |\n"
-                   for _ in range(80))
+    rows = "".join("| " + " | ".join(rng.choice(["yes", "no", "maybe"]) for _ in range(5)) + " |\n" for _ in range(80))
     return PROSE + "| a | b | c | d | e |\n|---|---|---|---|---|\n" + rows
 
 
 def _log_lines() -> str:
     rng = random.Random(15)
-    return PROSE + "".join(f"{rng.choice(['Cloning', 'Creating', 'Destroying'])} test database for alias "
-                           f"'{rng.choice(['default', 'other'])}'...\n" for _ in range(60))
+    return PROSE + "".join(
+        f"{rng.choice(['Cloning', 'Creating', 'Destroying'])} test database for alias "
+        f"'{rng.choice(['default', 'other'])}'...\n"
+        for _ in range(60)
+    )
 
 
 def _checklist() -> str:
     rng = random.Random(16)
-    return PROSE + "".join(f"- [ ] {rng.choice(['review', 'merge', 'test'])} the {rng.choice(['code', 'docs'])}\n"
-                           for _ in range(80))
+    return PROSE + "".join(
+        f"- [ ] {rng.choice(['review', 'merge', 'test'])} the {rng.choice(['code', 'docs'])}\n" for _ in range(80)
+    )
 
 
 def _items() -> str:
@@ -187,14 +232,20 @@ def _items() -> str:
 def _code() -> str:
     rng = random.Random(18)
     names = ["ds", "copy", "deep", "z", "check", "dtype"]
-    return PROSE + "".join(f"{rng.choice(names)}_{rng.choice(names)} = {rng.choice(names)}.{rng.choice(names)}()\n"
-                           for _ in range(80))
+    return PROSE + "".join(
+        f"{rng.choice(names)}_{rng.choice(names)} = {rng.choice(names)}.{rng.choice(names)}()\n" for _ in range(80)
+    )
 
 
 def _quoted() -> str:
     rng = random.Random(19)
-    return PROSE + "status IN (" + ", ".join(f"'{rng.choice(['open', 'closed', 'pending'])}'" for _ in range(150)) + \
-        ") and tags: " + ", ".join(f'"{rng.choice(["yes", "no"])}"' for _ in range(150))
+    return (
+        PROSE
+        + "status IN ("
+        + ", ".join(f"'{rng.choice(['open', 'closed', 'pending'])}'" for _ in range(150))
+        + ") and tags: "
+        + ", ".join(f'"{rng.choice(["yes", "no"])}"' for _ in range(150))
+    )
 
 
 def _column() -> str:
@@ -204,26 +255,45 @@ def _column() -> str:
 
 def _tsv() -> str:
     rng = random.Random(21)
-    return PROSE + "a\tb\n" + "".join(f"{rng.choice(['true', 'false'])}\t{rng.choice(['yes', 'no'])}\n"
-                                     for _ in range(200))
+    return (
+        PROSE
+        + "a\tb\n"
+        + "".join(f"{rng.choice(['true', 'false'])}\t{rng.choice(['yes', 'no'])}\n" for _ in range(200))
+    )
 
 
 def _letters() -> str:
     """DNA bases, board cells, coin sides: one Latin letter each, symbols rather than words."""
     rng = random.Random(22)
-    return PROSE + " ".join(rng.choice("ACGT") for _ in range(400)) + "\n" + \
-        "\n".join(" ".join(rng.choice("XO.") for _ in range(3)) for _ in range(90))
+    return (
+        PROSE
+        + " ".join(rng.choice("ACGT") for _ in range(400))
+        + "\n"
+        + "\n".join(" ".join(rng.choice("XO.") for _ in range(3)) for _ in range(90))
+    )
 
 
 def _star_items() -> str:
     rng = random.Random(23)
-    return PROSE + "".join(f"{rng.choice(['*', '+', '•', '>'])} {rng.choice(['yes', 'no', 'maybe'])} "
-                           f"{rng.choice(['yes', 'no'])}\n" for _ in range(150))
+    return PROSE + "".join(
+        f"{rng.choice(['*', '+', '•', '>'])} {rng.choice(['yes', 'no', 'maybe'])} {rng.choice(['yes', 'no'])}\n"
+        for _ in range(150)
+    )
 
 
-NOT_SALADS = {"boolean_list": _boolean_list, "word_table": _word_table, "log_lines": _log_lines,
-              "checklist": _checklist, "items": _items, "code": _code, "quoted": _quoted,
-              "column": _column, "tsv": _tsv, "letters": _letters, "star_items": _star_items}
+NOT_SALADS = {
+    "boolean_list": _boolean_list,
+    "word_table": _word_table,
+    "log_lines": _log_lines,
+    "checklist": _checklist,
+    "items": _items,
+    "code": _code,
+    "quoted": _quoted,
+    "column": _column,
+    "tsv": _tsv,
+    "letters": _letters,
+    "star_items": _star_items,
+}
 
 
 @pytest.mark.parametrize("impl", ["python", "cython"])
@@ -247,5 +317,12 @@ def test_word_salad_keys_are_validated() -> None:
         TextConfig(salad_min_words=1)
     with pytest.raises(ConfigError, match="salad_min_words"):
         TextConfig(salad_min_words=301)  # cannot fit the 1,200-code-point window
-    assert detect(PROSE + BLOCK * 40, TextConfig("default", enabled=["salad"], salad_max_words=0),
-                  "cython", channel="reasoning") == []
+    assert (
+        detect(
+            PROSE + BLOCK * 40,
+            TextConfig("default", enabled=["salad"], salad_max_words=0),
+            "cython",
+            channel="reasoning",
+        )
+        == []
+    )

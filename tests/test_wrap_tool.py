@@ -1,4 +1,4 @@
-"""wrap_tool: a tool body behind a ToolGuard, sync and async (SPEC §5.2; seed 001's pre/post-execute seams)."""
+"""wrap_tool: a tool body behind a ToolGuard, sync and async (spec §5.2; seed 001's pre/post-execute seams)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,13 @@ def test_sync_chain_allow_notice_deny_escape_lock() -> None:
 
 def test_on_deny_raise_and_on_intervention_callback() -> None:
     seen: list[list[str]] = []
-    guarded = wrap_tool(lambda args: "same", ToolGuard(), tool="ls", on_deny="raise",
-                        on_intervention=lambda notes: seen.append([n.kind for n in notes]))
+    guarded = wrap_tool(
+        lambda args: "same",
+        ToolGuard(),
+        tool="ls",
+        on_deny="raise",
+        on_intervention=lambda notes: seen.append([n.kind for n in notes]),
+    )
     assert guarded({"path": "."}) == "same"
     assert guarded({"path": "."}) == "same"  # the callback gets the reminder, the result stays clean
     assert seen == [["repeat"]]

@@ -18,7 +18,7 @@ found: list[Detection] = detector.feed("hello", "reasoning") + detector.finish()
 positions: list[int] = [d.position for d in found] + [d.cut for d in scan_text("a" * 10)]
 as_dicts: list[dict[str, Any]] = [d.to_dict() for d in found]
 
-# ToolGuard and Session (SPEC §5.2, §8)
+# ToolGuard and Session (spec §5.2, §8)
 from loopguard import Decision, Intervention, Session, SessionConfig, ToolGuard, ToolGuardConfig, Verdict  # noqa: E402
 
 guard = ToolGuard(ToolGuardConfig(repeat_limit=3, exclude=["job_*"]), clock=lambda: 0.0)

@@ -93,9 +93,7 @@ def _select() -> ModuleType:
         return _reference
     if wanted in ("cython", "python"):
         return implementation(wanted)
-    raise ImportError(
-        f"LOOPCORE_IMPLEMENTATION={wanted!r} is not valid: expected 'cython', 'python' or 'auto'"
-    )
+    raise ImportError(f"LOOPCORE_IMPLEMENTATION={wanted!r} is not valid: expected 'cython', 'python' or 'auto'")
 
 
 _live = _select()

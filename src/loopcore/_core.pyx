@@ -1,5 +1,5 @@
 # cython: freethreading_compatible = False
-"""Compiled stream core of loopguard (SPEC §1, §2): the owner of one channel's detectors.
+"""Compiled stream core of loopguard (spec §1, §2): the owner of one channel's detectors.
 
 One :class:`ChannelStream` is the detector state of one channel of one attempt.
 ``feed`` reads the PEP 393 buffer of each ``str`` delta directly (1-, 2- or 4-byte kinds,
@@ -64,10 +64,10 @@ cdef class ChannelStream:
     """Detector state for one channel of one attempt (compiled).
 
     All parameters are keyword-only and required; they are the detector keys
-    of SPEC §2 (:class:`loopguard.TextConfig` documents and validates them).
+    of spec §2 (:class:`loopguard.TextConfig` documents and validates them).
     Their names, types, defaults and bounds are ``loopcore._params.PARAMS`` (the one
     schema): ``skip_code_blocks`` removes fenced code from what the detectors see
-    (SPEC §2.6); ``exact_tail`` … ``salad`` (the kind names) enable E, L, S, C, P, N, T.
+    (spec §2.6); ``exact_tail`` … ``salad`` (the kind names) enable E, L, S, C, P, N, T.
 
     Memory is bounded by the config (:attr:`memory_bytes`), allocated when the first
     code point or token arrives (before that, only the object): a linear buffer of
@@ -541,7 +541,7 @@ cdef class ChannelStream:
         self._appended()
 
     cdef inline void _step(self, cp_t c, int64_t pos) noexcept nogil:
-        """Fence masking (SPEC §2.6), one original character at a time."""
+        """Fence masking (spec §2.6), one original character at a time."""
         cdef int action, k
         cdef Py_ssize_t j
         if not self.p.skip_code_blocks:

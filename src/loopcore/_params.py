@@ -1,8 +1,8 @@
-"""The one parameter schema of the stream core (SPEC §2): every detector key, once.
+"""The one parameter schema of the stream core (spec §2): every detector key, once.
 
 Each :class:`Param` has the name used everywhere (the ``ChannelStream`` keyword, the
 attribute of both implementations, the :class:`loopguard.TextConfig` key), its type,
-its SPEC default, its bounds, the detector that reads it and a line of doc.
+its spec default, its bounds, the detector that reads it and a line of doc.
 :data:`RULES` are the cross-field rules.  :func:`check` validates a parameter dict
 (both implementations call it first); :class:`loopguard.TextConfig` builds its fields,
 validation and docstring from the same table; ``_core.pyx``, ``_core.pyi`` and the
@@ -18,7 +18,7 @@ Traceback (most recent call last):
 ...
 ValueError: cycle_max_period=20 is invalid: must be >= cycle_min_period (50)
 >>> rule_errors({**defaults(), "exact_tail": True, "window": 10}, inert=True)
-[('window', '>= 40 for exact_tail to fire (SPEC §2.1: with a shorter tail E never fires)')]
+[('window', '>= 40 for exact_tail to fire (spec §2.1: with a shorter tail E never fires)')]
 """
 
 from __future__ import annotations
@@ -87,17 +87,28 @@ def _share(name: str, default: float, detector: str, doc: str, *, closed: bool =
     return Param(name, float, default, detector, doc, 0.0, 1.0, low_open=not closed)
 
 
-#: Every parameter of ``ChannelStream``, in the order of SPEC §2.
+#: Every parameter of ``ChannelStream``, in the order of spec §2.
 PARAMS: tuple[Param, ...] = (
-    Param("skip_code_blocks", bool, True, "stream",
-          "mask fenced code from what the detectors see (SPEC §2.6; TextConfig: on the text channel only)"),
-    _int("fence_repeat_lines", 0, 0, _BIG, "stream",
-         "a code line repeated this many times in a row inside a fence is shown to the detectors (0: masked whole)"),
+    Param(
+        "skip_code_blocks",
+        bool,
+        True,
+        "stream",
+        "mask fenced code from what the detectors see (spec §2.6; TextConfig: on the text channel only)",
+    ),
+    _int(
+        "fence_repeat_lines",
+        0,
+        0,
+        _BIG,
+        "stream",
+        "a code line repeated this many times in a row inside a fence is shown to the detectors (0: masked whole)",
+    ),
     _int("check_every", 200, 1, _BIG, "stream", "code points between checkpoints"),
     # E -- exact tail repeat (002 ①a)
     _flag("exact_tail", "enable E, the exact tail repeat (seed 002 ①a)"),
     _int("min_chars", 2000, 0, _BIG, "exact_tail", "E, L and S wait for this many code points"),
-    _int("window", 600, 1, _BIG, "exact_tail", "E's tail length (E fires only with 40 or more, SPEC §2.1)"),
+    _int("window", 600, 1, _BIG, "exact_tail", "E's tail length (E fires only with 40 or more, spec §2.1)"),
     _int("history", 4000, 0, _BIG, "exact_tail", "how far before the tail E looks for copies"),
     _int("repeats", 3, 2, _BIG, "exact_tail", "copies of the tail E needs"),
     # L -- low diversity, tail (002 ①b)
@@ -106,11 +117,19 @@ PARAMS: tuple[Param, ...] = (
     _int("ngram", 24, 1, 10_000, "lowdiv_tail", "n-gram length of L and S"),
     _int("lowdiv_max_unique", 45, 1, _BIG, "lowdiv_tail", "L fires below this many distinct code points"),
     _int("lowdiv_min_repeat", 10, 1, _BIG, "lowdiv_tail", "... with an n-gram seen this many times"),
-    _share("lowdiv_max_data_share", 1.0, "lowdiv_tail",
-           "L and S hold back on windows with more than this share of hex-dump characters (1: off)"),
-    _share("lowdiv_art_max_alnum", 0.0, "lowdiv_tail",
-           "L and S hold back on ASCII-art runs with at most this share of letters and digits (0: off)",
-           closed=True),
+    _share(
+        "lowdiv_max_data_share",
+        1.0,
+        "lowdiv_tail",
+        "L and S hold back on windows with more than this share of hex-dump characters (1: off)",
+    ),
+    _share(
+        "lowdiv_art_max_alnum",
+        0.0,
+        "lowdiv_tail",
+        "L and S hold back on ASCII-art runs with at most this share of letters and digits (0: off)",
+        closed=True,
+    ),
     # S -- low diversity, sliding (002 ①b-2)
     _flag("lowdiv_sliding", "enable S, low diversity in sliding windows (seed 002 ①b-2)"),
     _int("slide_window", 400, 1, _BIG, "lowdiv_sliding", "S's window length"),
@@ -164,7 +183,7 @@ KIND_FLAGS: tuple[str, ...] = ("exact_tail", "lowdiv_tail", "lowdiv_sliding", "c
 class Rule:
     """A cross-field rule: ``test(params)`` is True when it holds; ``key`` is the
     parameter named in the error, ``text`` the rule as words.  ``inert``: breaking it is
-    legal (the SPEC defines what happens: a detector never fires), so it is reported as a
+    legal (the spec defines what happens: a detector never fires), so it is reported as a
     warning by :class:`loopguard.TextConfig`, not an error."""
 
     key: str
@@ -174,19 +193,32 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("cycle_max_period", lambda p: f">= cycle_min_period ({p['cycle_min_period']})",
-         lambda p: p["cycle_max_period"] >= p["cycle_min_period"]),
-    Rule("near_max_period", lambda p: f">= near_min_period ({p['near_min_period']})",
-         lambda p: p["near_max_period"] >= p["near_min_period"]),
-    Rule("pool_max_distinct", lambda p: f">= pool_min_distinct ({p['pool_min_distinct']})",
-         lambda p: p["pool_max_distinct"] >= p["pool_min_distinct"]),
-    Rule("window", lambda p: ">= 40 for exact_tail to fire (SPEC §2.1: with a shorter tail E never fires)",
-         lambda p: not p["exact_tail"] or p["window"] >= 40, inert=True),
+    Rule(
+        "cycle_max_period",
+        lambda p: f">= cycle_min_period ({p['cycle_min_period']})",
+        lambda p: p["cycle_max_period"] >= p["cycle_min_period"],
+    ),
+    Rule(
+        "near_max_period",
+        lambda p: f">= near_min_period ({p['near_min_period']})",
+        lambda p: p["near_max_period"] >= p["near_min_period"],
+    ),
+    Rule(
+        "pool_max_distinct",
+        lambda p: f">= pool_min_distinct ({p['pool_min_distinct']})",
+        lambda p: p["pool_max_distinct"] >= p["pool_min_distinct"],
+    ),
+    Rule(
+        "window",
+        lambda p: ">= 40 for exact_tail to fire (spec §2.1: with a shorter tail E never fires)",
+        lambda p: not p["exact_tail"] or p["window"] >= 40,
+        inert=True,
+    ),
 )
 
 
 def defaults() -> dict[str, Any]:
-    """Every parameter at its SPEC default (every detector off; fenced code masked)."""
+    """Every parameter at its spec default (every detector off; fenced code masked)."""
     return {p.name: p.default for p in PARAMS}
 
 

@@ -19,8 +19,9 @@ class TokenFinder:
 
     def __init__(self, words: Iterable[str]) -> None:
         self.words: frozenset[str] = frozenset(
-            w for w in words if isinstance(w, str) and w and w.isascii() and w.islower()
-            and all(c.isalnum() or c == "_" for c in w)
+            w
+            for w in words
+            if isinstance(w, str) and w and w.isascii() and w.islower() and all(c.isalnum() or c == "_" for c in w)
         )
 
     def find(self, text: str, prefix: bool = False) -> list[tuple[int, int]]:
@@ -52,5 +53,4 @@ def word_lines(text: str, max_lines: int) -> frozenset[str]:
         raise TypeError(f"max_lines must be an int, not {type(max_lines).__name__}")
     if max_lines <= 0:
         return frozenset()
-    return frozenset(line for line in map(str.strip, text.splitlines()[:max_lines])
-                     if any(c.isalnum() for c in line))
+    return frozenset(line for line in map(str.strip, text.splitlines()[:max_lines]) if any(c.isalnum() for c in line))

@@ -55,13 +55,13 @@ def token_view(ids: Any) -> memoryview:
     try:
         view = memoryview(ids)
     except TypeError:
-        raise TypeError(
-            f"token ids must be an array, a buffer or a list of int, not {type(ids).__name__}"
-        ) from None
+        raise TypeError(f"token ids must be an array, a buffer or a list of int, not {type(ids).__name__}") from None
     code, prefix = integer_code(view)
     if view.ndim != 1:
-        raise ValueError(f"token ids must be one-dimensional (one sequence), not {view.ndim}-D: "
-                         "scan_tokens() takes a 2-D array, one row per sequence")
+        raise ValueError(
+            f"token ids must be one-dimensional (one sequence), not {view.ndim}-D: "
+            "scan_tokens() takes a 2-D array, one row per sequence"
+        )
     if not view.c_contiguous:  # a strided view: its items, copied in order
         return cast_items(memoryview(view.tobytes()), code)
     return cast_items(view.cast("B"), code) if prefix else view

@@ -15,7 +15,8 @@ reworded searches, errors walked around) are stopped by :class:`ToolGuard`;
 from __future__ import annotations
 
 import logging as _logging
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 from .brake import (
     InvalidMaxRepeatsError,

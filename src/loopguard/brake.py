@@ -1,4 +1,4 @@
-"""The exact loop brake: deny the N-th identical tool call in a row (SPEC §5.1, seed 000).
+"""The exact loop brake: deny the N-th identical tool call in a row (spec §5.1, seed 000).
 
 An agent stuck in the most common way repeats one tool call byte for byte.
 :class:`LoopBrake` keeps, per session, one slot -- the hash of the last call
@@ -6,7 +6,7 @@ and how many times in a row it was made -- and raises :class:`LoopBrakeError`
 *before the tool body runs* for the call whose streak reaches ``max_repeats``.
 
 Identity is exact: two calls are the same call when
-``call_hash(tool, args)`` (SPEC §4, :mod:`loopguard.identity`) is equal, and
+``call_hash(tool, args)`` (spec §4, :mod:`loopguard.identity`) is equal, and
 different otherwise.  There is no similarity judgement, no model call and no
 threshold to tune besides ``max_repeats``.  A loop whose arguments change on
 every call (a timestamp, a page cursor) and an alternation ``A, B, A, B`` are
@@ -64,7 +64,7 @@ __all__ = [
 
 #: Seed 000's ``maxRepeats`` default: two identical calls run, the third is denied.
 DEFAULT_MAX_REPEATS = 3
-#: Sessions held before the least recently used one is forgotten (SPEC §5.1).
+#: Sessions held before the least recently used one is forgotten (spec §5.1).
 DEFAULT_MAX_SESSIONS = 100_000
 #: Environment fallback for ``max_repeats``, read only when the config key is missing.
 ENV_MAX_REPEATS = "LOOPGUARD_MAX_REPEATS"
@@ -116,15 +116,13 @@ class LoopBrakeError(Exception):
     plugin : str
         Always ``"loopguard"`` (the seed's ``'dsh-loop-brake'``).
 
-    Source: SPEC §5.1; seed 000 ("错误").
+    Source: spec §5.1; seed 000 ("错误").
     """
 
     code = "LOOP_BRAKE"
     plugin = "loopguard"
 
-    def __init__(
-        self, *, tool_name: str, count: int, max_repeats: int, hash_prefix: str, session_id: str
-    ) -> None:
+    def __init__(self, *, tool_name: str, count: int, max_repeats: int, hash_prefix: str, session_id: str) -> None:
         self.tool_name = tool_name
         self.count = count
         self.max_repeats = max_repeats
@@ -210,7 +208,7 @@ def normalize_max_repeats(value: Any, *, source: str = "max_repeats") -> int:
 
     Notes
     -----
-    Source: SPEC §5.1 ("int >= 1; bool, floats, strings that are not
+    Source: spec §5.1 ("int >= 1; bool, floats, strings that are not
     integers → InvalidMaxRepeatsError at construction"); seed 000 ("配置").
 
     Examples
@@ -259,7 +257,7 @@ def resolve_max_repeats(config_value: Any = None, env: Mapping[str, str] | None 
 
     Notes
     -----
-    Source: SPEC §5.1 ("Env fallback LOOPGUARD_MAX_REPEATS read only when the
+    Source: spec §5.1 ("Env fallback LOOPGUARD_MAX_REPEATS read only when the
     key is missing; explicit config wins"); seed 000 (``DSH_LOOP_BRAKE_MAX_REPEATS``).
 
     Examples
@@ -295,7 +293,7 @@ class _Slot:
 
 
 class LoopBrake:
-    """Per-session streak of identical consecutive tool calls; denies the N-th (SPEC §5.1, seed 000).
+    """Per-session streak of identical consecutive tool calls; denies the N-th (spec §5.1, seed 000).
 
     Parameters
     ----------
@@ -350,10 +348,8 @@ class LoopBrake:
     1
     """
 
-    def __init__(
-        self, max_repeats: int | str | None = None, *, max_sessions: int = DEFAULT_MAX_SESSIONS
-    ) -> None:
-        # the key wins; only when it is missing (None) is LOOPGUARD_MAX_REPEATS read (SPEC §5.1)
+    def __init__(self, max_repeats: int | str | None = None, *, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
+        # the key wins; only when it is missing (None) is LOOPGUARD_MAX_REPEATS read (spec §5.1)
         self.max_repeats: int = resolve_max_repeats(max_repeats)
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ConfigError("max_sessions", max_sessions, _RULE, owner="LoopBrake")
@@ -438,8 +434,12 @@ class LoopBrake:
         if denied_at:
             logger.warning(
                 "loop brake denied tool %s: call %s…, %d in a row, limit %d, session %s%s",
-                json.dumps(tool, ensure_ascii=False), digest[:12], count, limit,
-                json.dumps(key, ensure_ascii=False), " (call id seen before)" if repeated else "",
+                json.dumps(tool, ensure_ascii=False),
+                digest[:12],
+                count,
+                limit,
+                json.dumps(key, ensure_ascii=False),
+                " (call id seen before)" if repeated else "",
             )
             raise LoopBrakeError(
                 tool_name=tool, count=count, max_repeats=limit, hash_prefix=digest[:12], session_id=key
@@ -447,8 +447,12 @@ class LoopBrake:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "loop brake allowed tool %s: call %s…, %d in a row, limit %d, session %s%s",
-                json.dumps(tool, ensure_ascii=False), digest[:12], count, limit,
-                json.dumps(key, ensure_ascii=False), " (call id seen before)" if repeated else "",
+                json.dumps(tool, ensure_ascii=False),
+                digest[:12],
+                count,
+                limit,
+                json.dumps(key, ensure_ascii=False),
+                " (call id seen before)" if repeated else "",
             )
         return count
 
@@ -508,12 +512,12 @@ def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
 def _is_async(fn: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
-    call = getattr(type(fn), "__call__", None)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class attribute, not callable()
     return call is not None and not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
 
 
 def wrap_execute(fn: F, brake: LoopBrake, *, tool: str, session_id: Any = None) -> F:
-    """Wrap a tool's execute so that ``brake.check`` runs before the body (SPEC §5.1, seed 000).
+    """Wrap a tool's execute so that ``brake.check`` runs before the body (spec §5.1, seed 000).
 
     Parameters
     ----------
@@ -664,22 +668,23 @@ def decorate_tool(definition: T, brake: LoopBrake, *, session_id: Any = None) ->
     if execute is not None:
         if not callable(execute):
             raise TypeError("decorate_tool: the tool definition's 'execute' is not callable")
-        if dataclasses.is_dataclass(definition) and not isinstance(definition, type) and any(
-            f.name == "execute" for f in dataclasses.fields(definition)
+        if (
+            dataclasses.is_dataclass(definition)
+            and not isinstance(definition, type)
+            and any(f.name == "execute" for f in dataclasses.fields(definition))
         ):
-            return cast(T, dataclasses.replace(
-                definition, execute=wrap_execute(execute, brake, tool=name, session_id=session_id)
-            ))
+            return cast(
+                T,
+                dataclasses.replace(definition, execute=wrap_execute(execute, brake, tool=name, session_id=session_id)),
+            )
         if isinstance(definition, tuple) and hasattr(definition, "_replace"):
-            return cast(T, definition._replace(
-                execute=wrap_execute(execute, brake, tool=name, session_id=session_id)
-            ))
+            return cast(T, definition._replace(execute=wrap_execute(execute, brake, tool=name, session_id=session_id)))
         new = copy.copy(definition)
         if new is definition:
             raise TypeError(f"decorate_tool: cannot copy a {type(definition).__name__}")
         braked = wrap_execute(_rebind(execute, definition, new), brake, tool=name, session_id=session_id)
         try:
-            setattr(new, "execute", braked)
+            setattr(new, "execute", braked)  # noqa: B010 - T has no declared execute
         except (AttributeError, TypeError):
             object.__setattr__(new, "execute", braked)
         return new

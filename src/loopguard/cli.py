@@ -1,4 +1,4 @@
-"""The ``loopguard`` command line: ``loopguard scan PATH...`` (SPEC §6, §8).
+"""The ``loopguard`` command line: ``loopguard scan PATH...`` (spec §6, §8).
 
 The scanner is observe-only: it reads logs, never writes them.  Each file is
 read by :func:`loopguard.logs.read_log` into conversations of assistant
@@ -26,8 +26,8 @@ from .config import PROFILES, TextConfig
 from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
 from .evaluate_runs import RUN_GROUP_KEYS
-from .redact import one_line, redact_secrets
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
+from .redact import one_line, redact_secrets
 from .text import CHANNELS, Detection, TextLoopDetector
 from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
 
@@ -241,7 +241,7 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
         return FileReport(path, None, error=exc)
     except RecursionError:
         return FileReport(path, None, error=InputError("nested too deeply to read", path=path))
-    except Exception as exc:  # noqa: BLE001 - one odd file must not stop the scan of the others
+    except Exception as exc:
         # the exception's text may quote the log (arguments, secrets): name its type only
         return FileReport(
             path, None, error=InputError(f"cannot read this log ({type(exc).__name__}); please report it", path=path)
@@ -352,8 +352,16 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
     strong: list[bool] = []
     for finding in report.loops:
         d = finding.detection
-        first = next((i for i in range(len(loops) - 1, -1, -1) if loops[i].detection.kind == d.kind
-                      and loops[i].detection.channel == d.channel and loops[i].where == finding.where), None)
+        first = next(
+            (
+                i
+                for i in range(len(loops) - 1, -1, -1)
+                if loops[i].detection.kind == d.kind
+                and loops[i].detection.channel == d.channel
+                and loops[i].where == finding.where
+            ),
+            None,
+        )
         if d.kind == "near_cycle" and d.strong and first is not None and not loops[first].detection.strong:
             strong[first] = True
             continue
@@ -515,7 +523,7 @@ def _scan_command(args: argparse.Namespace) -> int:
 
 
 _EVAL_DESCRIPTION = """\
-Measure the detectors against labelled data (SPEC section 9). Each PATH is
+Measure the detectors against labelled data (spec section 9). Each PATH is
 a case folder (DIR/index.json) or labelled JSON Lines records -- text
 records or agent trajectories (a .jsonl / .jsonl.gz file, or a folder walked
 for them); all may be mixed.
@@ -672,8 +680,9 @@ def _eval_command(args: argparse.Namespace) -> int:
     records_report = None
     if records is not None:
         with _lazy_progress(len(records.records), "replaying records") as advance_record:
-            records_report = evaluate_records(records, profiles, delta=args.delta, jobs=args.jobs,
-                                              on_record=advance_record)
+            records_report = evaluate_records(
+                records, profiles, delta=args.delta, jobs=args.jobs, on_record=advance_record
+            )
     if args.json:
         out: dict[str, Any] = dict(runs[0][1].to_dict()) if runs else {}
         if len(runs) > 1:

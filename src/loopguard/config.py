@@ -1,4 +1,4 @@
-"""Text detector configuration: profiles and validation (SPEC §2, §2.7, §7)."""
+"""Text detector configuration: profiles and validation (spec §2, §2.7, §7)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .errors import ConfigError
 
 __all__ = ["TextConfig", "PROFILES", "PROFILE_OVERRIDES", "DETECTOR_KINDS"]
 
-#: Detector kinds, in evaluation order, with the seed letter each one has in SPEC §2.
+#: Detector kinds, in evaluation order, with the seed letter each one has in spec §2.
 DETECTOR_KINDS: dict[str, str] = {
     "E": "exact_tail",
     "L": "lowdiv_tail",
@@ -44,7 +44,7 @@ PROFILES: dict[str, frozenset[str]] = {
     "tokens": frozenset({"cycle"}) | _NEAR,
 }
 
-#: Where a profile departs from the SPEC numbers, and why (SPEC §2.7: only ``default`` is tuned).
+#: Where a profile departs from the spec numbers, and why (spec §2.7: only ``default`` is tuned).
 #: ``ngram`` 40 for L and S: a repeated 24-gram is what the fixed boilerplate of structured
 #: records (JSON Lines keys and punctuation, log prefixes) already gives, so the seed's 24 lets
 #: L fire on every JSON Lines text of ``benchmarks/quality.py`` (100 of 100) and L/S on three of
@@ -91,10 +91,17 @@ PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
 PROFILE_OVERRIDES["tokens"] = dict(PROFILE_OVERRIDES["default"])
 
 #: The config's keys: every core parameter but the enable flags (``enabled`` holds those),
-#: then the policy's own.  Names, types, SPEC defaults, bounds and docs: loopcore's one schema.
+#: then the policy's own.  Names, types, spec defaults, bounds and docs: loopcore's one schema.
 _POLICY: tuple[Param, ...] = (
-    Param("fuse_hits_before_action", int, 2, "policy",
-          "checkpoints at which the seed-002 checks (E, L, S) must hold before a cut", 1, 1_000_000),
+    Param(
+        "fuse_hits_before_action",
+        int,
+        2,
+        "policy",
+        "checkpoints at which the seed-002 checks (E, L, S) must hold before a cut",
+        1,
+        1_000_000,
+    ),
 )
 _FIELDS: tuple[Param, ...] = tuple(p for p in PARAMS if p.name not in KIND_FLAGS) + _POLICY
 _WATCH = ("both", "reasoning", "text")
@@ -113,65 +120,72 @@ def _keys_doc() -> str:
         fields = [p for p in _FIELDS if p.detector == detector]
         if fields:
             text = f"*{detector}*: " + "; ".join(f"``{p.name}`` ({_default_text(p)}): {p.doc}" for p in fields) + "."
-            rows.append(textwrap.fill(text, 96, initial_indent="    ", subsequent_indent="      ",
-                                      break_on_hyphens=False))
+            rows.append(
+                textwrap.fill(text, 96, initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
+            )
     return "\n".join(rows)
 
 
 def _parse_enabled(value: Any) -> frozenset[str]:
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ConfigError("enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")")
+        raise ConfigError(
+            "enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")"
+        )
     kinds = set()
     for item in value:
         if not isinstance(item, str):
-            raise ConfigError("enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")")
+            raise ConfigError(
+                "enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")"
+            )
         if item in DETECTOR_KINDS:
             kinds.add(DETECTOR_KINDS[item])
         elif item in _KIND_ORDER:
             kinds.add(item)
         else:
             raise ConfigError(
-                "enabled", value, f"detector kinds from {', '.join(_KIND_ORDER)} (or letters {' '.join(DETECTOR_KINDS)})"
+                "enabled",
+                value,
+                f"detector kinds from {', '.join(_KIND_ORDER)} (or letters {' '.join(DETECTOR_KINDS)})",
             )
     return frozenset(kinds)
 
 
 class TextConfig:
-    """Configuration of the text loop detectors (SPEC §2).
+    """Configuration of the text loop detectors (spec §2).
 
-    ``TextConfig(profile="default", **overrides)``.  The profile sets which
-    detectors are enabled: ``"fuse"`` = E, L, S exactly as seed 002;
-    ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = C, P, N, T
-    (docs/detection.md says why not E, L, S), at the
-    SPEC numbers except where :data:`PROFILE_OVERRIDES` tunes them (with the
-    reason).  Every other key defaults to the SPEC number; lengths and
-    positions are Unicode code points.
+        ``TextConfig(profile="default", **overrides)``.  The profile sets which
+        detectors are enabled: ``"fuse"`` = E, L, S exactly as seed 002;
+        ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = C, P, N, T
+        (docs/detection.md says why not E, L, S), at the
+        spec numbers except where :data:`PROFILE_OVERRIDES` tunes them (with the
+        reason).  Every other key defaults to the spec number; lengths and
+        positions are Unicode code points.
 
-    Keys (defaults; the ``default`` profile's own values after ``;``), by the
-    detector that reads them -- generated from loopcore's one parameter schema
-    (``loopcore._params``):
+        Keys (defaults; the ``default`` profile's own values after ``;``), by the
+        detector that reads them -- generated from loopcore's one parameter schema
+        (``loopcore._params``):
 
-{KEYS}
+    {KEYS}
 
-    and ``watch`` (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the
-    profile's kinds; a collection of kind names or seed letters).
+        and ``watch`` (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the
+        profile's kinds; a collection of kind names or seed letters).
 
-    Raises
-    ------
-    ConfigError
-        (a ``ValueError``) naming the key, the value and the rule, for an
-        unknown profile or key, a value of the wrong type or out of range, or a
-        broken cross-field rule (a maximum below its minimum).  ``window`` below 40
-        while E is enabled is legal (E never fires, SPEC §2.1) and gives a ``UserWarning``.
+        Raises
+        ------
+        ConfigError
+            (a ``ValueError``) naming the key, the value and the rule, for an
+            unknown profile or key, a value of the wrong type or out of range, or a
+            broken cross-field rule (a maximum below its minimum).  ``window`` below 40
+            while E is enabled is legal (E never fires, spec §2.1) and gives a ``UserWarning``.
 
-    Examples
-    --------
-    >>> TextConfig("fuse").enabled == frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
-    True
-    >>> TextConfig(window=0)
-    Traceback (most recent call last):
-    ...
-    loopguard.errors.ConfigError: TextConfig: window=0 is invalid: must be an integer from 1 to 1000000
+        Examples
+        --------
+        >>> TextConfig("fuse").enabled == frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
+        True
+        >>> TextConfig(window=0)
+        Traceback (most recent call last):
+        ...
+        loopguard.errors.ConfigError: TextConfig: window=0 is invalid: must be an integer from 1 to 1000000
     """
 
     __slots__ = ("profile", "enabled", "watch", *(p.name for p in _FIELDS))
@@ -276,7 +290,7 @@ class TextConfig:
     def stream_params(self, channel: str) -> dict[str, Any]:
         """Keyword arguments of ``loopcore.ChannelStream`` for ``channel`` (``"reasoning"`` or
         ``"text"``): every schema key by its one name, the enable flags from ``enabled``,
-        ``skip_code_blocks`` on the text channel only (SPEC §2.6)."""
+        ``skip_code_blocks`` on the text channel only (spec §2.6)."""
         params: dict[str, Any] = {}
         for p in PARAMS:
             params[p.name] = p.name in self.enabled if p.name in KIND_FLAGS else getattr(self, p.name)

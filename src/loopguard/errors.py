@@ -8,7 +8,7 @@ __all__ = ["ConfigError", "InputError"]
 
 
 class ConfigError(ValueError):
-    """An invalid configuration value, raised at construction (SPEC §7).
+    """An invalid configuration value, raised at construction (spec §7).
 
     Attributes
     ----------

@@ -1,4 +1,4 @@
-"""Evaluate the detectors against labelled cases: ``loopguard eval DIR`` (SPEC §9).
+"""Evaluate the detectors against labelled cases: ``loopguard eval DIR`` (spec §9).
 
 ``DIR/index.json`` lists the cases with their truth (schema in
 ``shared/data/cases/README.md``): text cases (a streamed model text) and
@@ -199,7 +199,7 @@ def _load_text(path: Path) -> str:
 
 
 def load_cases(directory: str | Path) -> list[Case]:
-    """Read ``DIR/index.json`` and every case file it lists (SPEC §9).
+    """Read ``DIR/index.json`` and every case file it lists (spec §9).
 
     Parameters
     ----------
@@ -284,7 +284,7 @@ def classify_text(
     loop_end: int | None = None,
     check_every: int = 200,
 ) -> str:
-    """The outcome of a text case from its first detection (SPEC §9).
+    """The outcome of a text case from its first detection (spec §9).
 
     Parameters
     ----------
@@ -307,7 +307,7 @@ def classify_text(
         (``loop_end`` is ``None`` or ``position <= loop_end + check_every``);
         otherwise ``"missed"`` -- a first detection inside the first copy
         (``[loop_start, first_repeat)``) or after the loop has ended is not a
-        catch (our choice; the SPEC names neither case).
+        catch (our choice; the spec names neither case).
 
     Examples
     --------
@@ -363,7 +363,7 @@ def classify_tool(
     loop_start_call: int | None = None,
     fire_by_call: int | None = None,
 ) -> tuple[str, Event | None]:
-    """The outcome of a tool-call case from its guard events (SPEC §9).
+    """The outcome of a tool-call case from its guard events (spec §9).
 
     Parameters
     ----------
@@ -506,7 +506,7 @@ def evaluate_text_case(case: Case, config: TextConfig | str = "default", *, chun
 
 
 class ToolGuardLike(Protocol):
-    """What the replay needs of ``loopguard.guard.ToolGuard`` (SPEC §8)."""
+    """What the replay needs of ``loopguard.guard.ToolGuard`` (spec §8)."""
 
     def before_call(self, session_id: str, tool: str, args: Any) -> Any:
         """A decision with ``action`` in ``allow|notice|deny|cancel``."""
@@ -586,7 +586,7 @@ def _number(value: float) -> int | float:
 
 
 def summarize(results: Iterable[CaseResult], kind: str) -> dict[str, Any]:
-    """The SPEC §9 summary of one kind's results.
+    """The spec §9 summary of one kind's results.
 
     Parameters
     ----------
@@ -601,7 +601,7 @@ def summarize(results: Iterable[CaseResult], kind: str) -> dict[str, Any]:
         ``loops`` (loop cases), ``caught``, ``missed`` and ``early`` (loop cases
         not caught, by outcome), ``not_loops`` (not-loop cases),
         ``false_positives`` (not-loop cases that fired *plus* loop cases
-        that fired ``early``, before their loop: SPEC §9 counts those as
+        that fired ``early``, before their loop: spec §9 counts those as
         false positives), ``median_latency`` and ``max_latency`` over caught
         cases (code points for text, calls for tool cases; ``None`` when
         nothing was caught; the median may be a half-integer).
@@ -624,8 +624,14 @@ def _outcome_of(case: Case, events: Sequence[Event], check_every: int) -> tuple[
     """The outcome of ``case`` if only ``events`` had happened."""
     if case.kind == "text":
         first = events[0] if events else None
-        outcome = classify_text(case.verdict, None if first is None else first.at, loop_start=case.loop_start,
-                                first_repeat=case.first_repeat, loop_end=case.loop_end, check_every=check_every)
+        outcome = classify_text(
+            case.verdict,
+            None if first is None else first.at,
+            loop_start=case.loop_start,
+            first_repeat=case.first_repeat,
+            loop_end=case.loop_end,
+            check_every=check_every,
+        )
         return outcome, first
     return classify_tool(case.verdict, events, loop_start_call=case.loop_start_call, fire_by_call=case.fire_by_call)
 
@@ -691,7 +697,7 @@ class EvalReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``{"profile", "cases": [...], "summary": {"text", "tool_calls"},
-        "by_detector": {"text": {...}, "tool_calls": {...}}}`` (the last beyond SPEC §9)."""
+        "by_detector": {"text": {...}, "tool_calls": {...}}}`` (the last beyond spec §9)."""
         return {
             "profile": self.profile,
             "cases": [r.to_dict() for r in self.results],
@@ -706,7 +712,7 @@ def evaluate(
     *,
     on_case: Callable[[], None] | None = None,
 ) -> EvalReport:
-    """Evaluate every case (SPEC §9).
+    """Evaluate every case (spec §9).
 
     Parameters
     ----------

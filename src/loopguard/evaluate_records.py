@@ -1,4 +1,4 @@
-"""Evaluate on labelled JSON Lines text records: ``loopguard eval FILE.jsonl|DIR`` (SPEC §9, last paragraph).
+"""Evaluate on labelled JSON Lines text records: ``loopguard eval FILE.jsonl|DIR`` (spec §9, last paragraph).
 
 A **text record** is one JSON object per line (``.jsonl``, or gzip-compressed
 ``.jsonl.gz``) with a string ``text`` and its label ``looping``: ``true`` (the
@@ -282,7 +282,7 @@ def _open_lines(path: str) -> Iterator[tuple[int, str]]:
         raise InputError(f"cannot read: {exc.strerror or type(exc).__name__}", path=path) from None
     number = 0
     try:
-        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as fh:
+        with gzip.open(path, "rb") if gzipped else open(path, "rb") as fh:
             for number, raw in enumerate(fh, 1):
                 try:
                     yield number, raw.decode("utf-8")
@@ -406,16 +406,23 @@ class Hit:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"at", "action", "kind", "position", "cut", "evidence"}``."""
-        return {"at": self.at, "action": self.action, "kind": self.kind, "position": self.position,
-                "cut": self.cut, "evidence": dict(self.evidence)}
+        return {
+            "at": self.at,
+            "action": self.action,
+            "kind": self.kind,
+            "position": self.position,
+            "cut": self.cut,
+            "evidence": dict(self.evidence),
+        }
 
 
 def _hit(at: int, verdict: Any) -> Hit:
     detection = getattr(verdict, "detection", None)
     if detection is None:
         return Hit(at, str(verdict.action))
-    return Hit(at, str(verdict.action), detection.kind, detection.position, detection.cut,
-               detection.to_dict()["evidence"])
+    return Hit(
+        at, str(verdict.action), detection.kind, detection.position, detection.cut, detection.to_dict()["evidence"]
+    )
 
 
 def replay_text(
@@ -504,8 +511,17 @@ class RecordResult:
     def row(self) -> list[Any]:
         """The compact JSON row, in :data:`RESULT_FIELDS` order."""
         s, n, r = self.stop, self.notice, self.record
-        return [r.label, r.looping, r.loop_start, len(r.text), s and s.at, s and s.kind, s and s.cut,
-                n and n.at, n and n.kind]
+        return [
+            r.label,
+            r.looping,
+            r.loop_start,
+            len(r.text),
+            s and s.at,
+            s and s.kind,
+            s and s.cut,
+            n and n.at,
+            n and n.kind,
+        ]
 
 
 def replay_records(
@@ -569,9 +585,7 @@ def replay_records(
                 outcomes.append(outcome)
                 if on_record is not None:
                     on_record()
-    return {
-        p: [RecordResult(r, *outcome[j]) for r, outcome in zip(records, outcomes)] for j, p in enumerate(profiles)
-    }
+    return {p: [RecordResult(r, *outcome[j]) for r, outcome in zip(records, outcomes)] for j, p in enumerate(profiles)}
 
 
 # --------------------------------------------------------------------------- summary
@@ -688,13 +702,25 @@ def worst_records(results: Sequence[RecordResult], k: int | None = 10) -> list[d
         rec = r.record
         at = hit.cut if hit.cut is not None else min(hit.at, len(rec.text))
         start = max(0, at - CONTEXT_CHARS // 2)
-        out.append({
-            "id": rec.label, "file": rec.file, "line": rec.line, "model": rec.model, "task": rec.task,
-            "length": len(rec.text), "action": hit.action, "at": hit.at, "kind": hit.kind,
-            "position": hit.position, "cut": hit.cut, "dropped": _dropped(r, hit), "evidence": dict(hit.evidence),
-            "context_start": start,
-            "context": redact_secrets(rec.text[start : at + CONTEXT_CHARS // 2]),
-        })
+        out.append(
+            {
+                "id": rec.label,
+                "file": rec.file,
+                "line": rec.line,
+                "model": rec.model,
+                "task": rec.task,
+                "length": len(rec.text),
+                "action": hit.action,
+                "at": hit.at,
+                "kind": hit.kind,
+                "position": hit.position,
+                "cut": hit.cut,
+                "dropped": _dropped(r, hit),
+                "evidence": dict(hit.evidence),
+                "context_start": start,
+                "context": redact_secrets(rec.text[start : at + CONTEXT_CHARS // 2]),
+            }
+        )
     return out
 
 
@@ -774,8 +800,9 @@ def evaluate_records(
     Parameters and errors as :func:`replay_records`; ``records`` from
     :func:`load_records`.
     """
-    results = replay_records(records.records, profiles, delta=delta, jobs=jobs, chunksize=chunksize,
-                             on_record=on_record)
+    results = replay_records(
+        records.records, profiles, delta=delta, jobs=jobs, chunksize=chunksize, on_record=on_record
+    )
     return RecordsReport(records, results, delta)
 
 
@@ -798,12 +825,16 @@ def _summary_lines(s: Mapping[str, Any], indent: str) -> list[str]:
     if c["cut_kinds"]:
         lines.append(f"{indent}  cut by: " + ", ".join(f"{k} {v}" for k, v in c["cut_kinds"].items()))
     if lo["latency_n"]:
-        latency = (f"latency p50 {lo['latency_p50']}, p90 {lo['latency_p90']} code points after loop_start "
-                   f"(over {lo['latency_n']})")
+        latency = (
+            f"latency p50 {lo['latency_p50']}, p90 {lo['latency_p90']} code points after loop_start "
+            f"(over {lo['latency_n']})"
+        )
     else:
         latency = "latency n/a"
-    lines.append(f"{indent}loops {lo['n']}: cut {_frac(lo['cut'], lo['n'], 1)}, {latency}, "
-                 f"{lo['early']} early (stopped before loop_start)")
+    lines.append(
+        f"{indent}loops {lo['n']}: cut {_frac(lo['cut'], lo['n'], 1)}, {latency}, "
+        f"{lo['early']} early (stopped before loop_start)"
+    )
     lines.append(f"{indent}null {nu['n']}: cut {nu['cut']}, notice {nu['notice']} (not in the rates)")
     return lines
 
@@ -822,10 +853,20 @@ def _group_line(name: str, s: Mapping[str, Any]) -> str:
 def _worst_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for i, w in enumerate(entries, 1):
-        head = " · ".join(str(x) for x in (
-            w["id"], w["action"], w["kind"] or "-", f"position {w['position']}", f"cut {w['cut']}",
-            f"drops {w['dropped']} of {w['length']}" if w["action"] in _STOPS
-            else f"{w['dropped']} of {w['length']} after the cut") if x)
+        head = " · ".join(
+            str(x)
+            for x in (
+                w["id"],
+                w["action"],
+                w["kind"] or "-",
+                f"position {w['position']}",
+                f"cut {w['cut']}",
+                f"drops {w['dropped']} of {w['length']}"
+                if w["action"] in _STOPS
+                else f"{w['dropped']} of {w['length']} after the cut",
+            )
+            if x
+        )
         evidence = json.dumps(w["evidence"], ensure_ascii=False, sort_keys=True)
         if len(evidence) > 200:
             evidence = evidence[:199] + "…"
@@ -874,4 +915,3 @@ def format_records(report: RecordsReport, *, by: Sequence[str] = (), worst: int 
             )
             lines += _worst_lines(entries)
     return lines
-

@@ -138,8 +138,18 @@ def parse_run(obj: Any, path: str = "", line: int = 0) -> RunRecord | str | None
         return None if value is None else value if isinstance(value, str) else str(value)
 
     calls = tuple(c if isinstance(c, Mapping) else {} for c in obj["calls"])
-    return RunRecord(calls, label, _index(obj, "loop_start", note), _index(obj, "loop_deadline", note),
-                     text("id"), text("agent"), text("model"), text("task"), path, line)
+    return RunRecord(
+        calls,
+        label,
+        _index(obj, "loop_start", note),
+        _index(obj, "loop_deadline", note),
+        text("id"),
+        text("agent"),
+        text("model"),
+        text("task"),
+        path,
+        line,
+    )
 
 
 @dataclass(frozen=True)
@@ -200,11 +210,22 @@ def replay_run(record: RunRecord, config: ToolGuardConfig | None = None) -> RunR
         if decision.action in _STRONG:
             continue
         result = call.get("result")
-        for note in guard.after_call("run", tool, args, "" if result is None else result,
-                                     error=bool(call.get("error", False))):
+        for note in guard.after_call(
+            "run", tool, args, "" if result is None else result, error=bool(call.get("error", False))
+        ):
             events.append((index, note.action, note.kind, tool))
-    slim = RunRecord((), record.label, record.loop_start, record.loop_deadline, record.id, record.agent,
-                     record.model, record.task, record.file, record.line)
+    slim = RunRecord(
+        (),
+        record.label,
+        record.loop_start,
+        record.loop_deadline,
+        record.id,
+        record.agent,
+        record.model,
+        record.task,
+        record.file,
+        record.line,
+    )
     return RunResult(slim, len(record.calls), tuple(events))
 
 
@@ -251,8 +272,7 @@ def summarize_runs(results: Sequence[RunResult]) -> dict[str, Any]:
             "any_action": len(latency),
             "median_calls_to_action": statistics.median(latency) if latency else None,
         },
-        "null": {"n": len(null), "strong": sum(1 for r in null if r.strong),
-                 "any": sum(1 for r in null if r.events)},
+        "null": {"n": len(null), "strong": sum(1 for r in null if r.strong), "any": sum(1 for r in null if r.events)},
     }
 
 
@@ -260,15 +280,24 @@ def worst_runs(results: Sequence[RunResult], k: int | None = 10) -> list[dict[st
     """Clean runs with a deny or cancel, most of them first (then the earliest):
     ``{"id", "agent", "model", "calls", "strong", "first": {"call", "action", "kind",
     "tool"}, "kinds"}`` -- never an argument or a result."""
-    flagged = sorted((r for r in results if r.record.label == "clean" and r.strong),
-                     key=lambda r: (-len(r.strong), r.strong[0][0], r.record.name))
+    flagged = sorted(
+        (r for r in results if r.record.label == "clean" and r.strong),
+        key=lambda r: (-len(r.strong), r.strong[0][0], r.record.name),
+    )
     out = []
     for r in flagged[:k] if k is not None else flagged:
         first = r.strong[0]
-        out.append({"id": r.record.name, "agent": r.record.agent, "model": r.record.model, "calls": r.calls,
-                    "strong": len(r.strong),
-                    "first": {"call": first[0], "action": first[1], "kind": first[2], "tool": first[3]},
-                    "kinds": sorted({e[2] for e in r.strong})})
+        out.append(
+            {
+                "id": r.record.name,
+                "agent": r.record.agent,
+                "model": r.record.model,
+                "calls": r.calls,
+                "strong": len(r.strong),
+                "first": {"call": first[0], "action": first[1], "kind": first[2], "tool": first[3]},
+                "kinds": sorted({e[2] for e in r.strong}),
+            }
+        )
     return out
 
 
@@ -343,14 +372,19 @@ def _summary_lines(s: Mapping[str, Any], indent: str) -> list[str]:
     c, lo, nu = s["clean"], s["loop"], s["null"]
     lines = [f"{indent}clean {c['n']}: deny/cancel {_frac(c['strong'])}, notice {_frac(c['notice'])}"]
     if c["first_strong_rule"]:
-        lines.append(f"{indent}  first deny/cancel by rule: "
-                     + ", ".join(f"{k} {v}" for k, v in c["first_strong_rule"].items()))
+        lines.append(
+            f"{indent}  first deny/cancel by rule: " + ", ".join(f"{k} {v}" for k, v in c["first_strong_rule"].items())
+        )
     if c["notice_kinds"]:
-        lines.append(f"{indent}  runs with a notice of kind: " + ", ".join(f"{k} {v}" for k, v in c["notice_kinds"].items()))
+        lines.append(
+            f"{indent}  runs with a notice of kind: " + ", ".join(f"{k} {v}" for k, v in c["notice_kinds"].items())
+        )
     median = lo["median_calls_to_action"]
-    lines.append(f"{indent}loops {lo['n']}: caught by the deadline (4th repeated call) {_frac(lo['caught'], 1)}; "
-                 f"median loop calls to the first action {'n/a' if median is None else f'{median:g}'} "
-                 f"(over {lo['any_action']})")
+    lines.append(
+        f"{indent}loops {lo['n']}: caught by the deadline (4th repeated call) {_frac(lo['caught'], 1)}; "
+        f"median loop calls to the first action {'n/a' if median is None else f'{median:g}'} "
+        f"(over {lo['any_action']})"
+    )
     lines.append(f"{indent}null {nu['n']}: deny/cancel {nu['strong']}, any action {nu['any']} (not in the rates)")
     return lines
 
@@ -384,7 +418,9 @@ def format_runs(report: RunsReport, *, by: Sequence[str] = (), worst: int = 10) 
         lines.append(f"  worst {len(entries)} of {total} clean runs denied or cancelled:")
         for i, w in enumerate(entries, 1):
             f = w["first"]
-            lines.append(f"    {i}. {one_line(w['id'])} · {w['calls']} calls · first {f['action']} at call {f['call']} "
-                         f"({f['kind']}, tool {one_line(f['tool'])}) · {w['strong']} deny/cancel "
-                         f"({', '.join(w['kinds'])})")
+            lines.append(
+                f"    {i}. {one_line(w['id'])} · {w['calls']} calls · first {f['action']} at call {f['call']} "
+                f"({f['kind']}, tool {one_line(f['tool'])}) · {w['strong']} deny/cancel "
+                f"({', '.join(w['kinds'])})"
+            )
     return lines

@@ -1,4 +1,4 @@
-"""ToolGuard: outcome-aware tool-loop detection and the intervention ladder (SPEC §5.2; seeds 001, 002).
+"""ToolGuard: outcome-aware tool-loop detection and the intervention ladder (spec §5.2; seeds 001, 002).
 
 The guard sits on a host's tool pipeline: :meth:`ToolGuard.before_call` runs
 before a tool executes and may deny it; :meth:`ToolGuard.after_call` sees the
@@ -133,7 +133,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
-import json
 import logging
 import posixpath
 import re
@@ -151,10 +150,10 @@ from .results import (
     DEFAULT_VOLATILE_FIELDS,
     content_line,
     is_failure,
-    says_nothing,
     mask_counters,
     normalized,
     result_lines,
+    says_nothing,
     stable_text,
     summarize_result,
     text_digest,
@@ -197,18 +196,72 @@ GUARD_KINDS: dict[str, str] = {
 _EXCLUDE = ("job_output", "job_kill", "job_list", "ask_user_question", "schedule_*", "todo_write")
 #: Tools whose string argument (or ``command`` field) is a shell command line.
 DEFAULT_SHELL_TOOLS: tuple[str, ...] = (
-    "bash", "sh", "zsh", "shell", "terminal", "run_shell_command", "run_command", "execute_command",
-    "execute_bash", "exec", "run_terminal_cmd", "Bash", "local_shell", "container.exec",
+    "bash",
+    "sh",
+    "zsh",
+    "shell",
+    "terminal",
+    "run_shell_command",
+    "run_command",
+    "execute_command",
+    "execute_bash",
+    "exec",
+    "run_terminal_cmd",
+    "Bash",
+    "local_shell",
+    "container.exec",
 )
 #: Tools that change the world, matched (case-insensitively, as globs) against the tool's
 #: name and its first and last words (``update_reservation`` → ``update``; ``memory_save`` →
 #: ``save``; ``TodoWrite`` → ``write``).
 DEFAULT_STATE_TOOLS: tuple[str, ...] = (
-    "write*", "edit*", "multiedit", "notebookedit", "create*", "update*", "set", "add", "delete*",
-    "remove*", "insert*", "modify*", "change*", "book*", "cancel*", "move*", "rename*", "copy*", "install*",
-    "toggle*", "enable*", "disable*", "reset*", "apply*", "send*", "transfer*", "exchange*", "return*",
-    "save*", "upload*", "patch*", "str_replace*", "open", "cd", "checkout*", "commit*", "push*", "merge*",
-    "deploy*", "restart*", "start*", "stop*", "kill*", "grant*", "revoke*", "assign*", "refund*",
+    "write*",
+    "edit*",
+    "multiedit",
+    "notebookedit",
+    "create*",
+    "update*",
+    "set",
+    "add",
+    "delete*",
+    "remove*",
+    "insert*",
+    "modify*",
+    "change*",
+    "book*",
+    "cancel*",
+    "move*",
+    "rename*",
+    "copy*",
+    "install*",
+    "toggle*",
+    "enable*",
+    "disable*",
+    "reset*",
+    "apply*",
+    "send*",
+    "transfer*",
+    "exchange*",
+    "return*",
+    "save*",
+    "upload*",
+    "patch*",
+    "str_replace*",
+    "open",
+    "cd",
+    "checkout*",
+    "commit*",
+    "push*",
+    "merge*",
+    "deploy*",
+    "restart*",
+    "start*",
+    "stop*",
+    "kill*",
+    "grant*",
+    "revoke*",
+    "assign*",
+    "refund*",
 )
 _WORD_SPLIT = re.compile(r"[_\-\s.:/]+|(?<=[a-z0-9])(?=[A-Z])")
 _BIG = 1_000_000
@@ -225,7 +278,7 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ToolGuardConfig:
-    """Every key of seed 001's config table and the 002 keys of SPEC §5.2, validated.
+    """Every key of seed 001's config table and the 002 keys of spec §5.2, validated.
 
     Seed 001: ``repeat_limit`` (2), ``escape_runs`` (1), ``notice_only``
     (False), ``include`` (() = all tools), ``exclude`` (``job_output``,
@@ -355,9 +408,16 @@ class ToolGuardConfig:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ConfigError(key, value, f"an integer from {lo} to {hi}", owner="ToolGuardConfig")
-        for key in ("notice_only", "replay_detection", "progress_resets_repeats",
-                    "repeat_call_needs_same_result", "normalize_results", "mask_failure_counters",
-                    "ignore_boilerplate", "drift_confirm"):
+        for key in (
+            "notice_only",
+            "replay_detection",
+            "progress_resets_repeats",
+            "repeat_call_needs_same_result",
+            "normalize_results",
+            "mask_failure_counters",
+            "ignore_boilerplate",
+            "drift_confirm",
+        ):
             value = getattr(self, key)
             if not isinstance(value, bool):
                 raise ConfigError(key, value, "True or False", owner="ToolGuardConfig")
@@ -368,8 +428,18 @@ class ToolGuardConfig:
         value = self.overlap_threshold
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
             raise ConfigError("overlap_threshold", value, "a number in (0, 1]", owner="ToolGuardConfig")
-        for key in ("include", "exclude", "search_tools", "scope_fields", "remedial_tools",
-                    "repeat_call_exempt", "volatile_result_fields", "shell_tools", "state_tools", "state_commands"):
+        for key in (
+            "include",
+            "exclude",
+            "search_tools",
+            "scope_fields",
+            "remedial_tools",
+            "repeat_call_exempt",
+            "volatile_result_fields",
+            "shell_tools",
+            "state_tools",
+            "state_commands",
+        ):
             value = getattr(self, key)
             try:
                 set_(self, key, _strings(value))
@@ -377,8 +447,12 @@ class ToolGuardConfig:
                 raise ConfigError(key, value, "a list of non-empty strings", owner="ToolGuardConfig") from None
         by_tool = self.volatile_result_fields_by_tool
         if not isinstance(by_tool, Mapping):
-            raise ConfigError("volatile_result_fields_by_tool", by_tool, "a mapping of tool glob -> list of field names",
-                              owner="ToolGuardConfig")
+            raise ConfigError(
+                "volatile_result_fields_by_tool",
+                by_tool,
+                "a mapping of tool glob -> list of field names",
+                owner="ToolGuardConfig",
+            )
         checked: dict[str, tuple[str, ...]] = {}
         for glob, names in by_tool.items():
             try:
@@ -386,8 +460,12 @@ class ToolGuardConfig:
                     raise TypeError
                 checked[glob] = _strings(names) if names else ()
             except TypeError:
-                raise ConfigError("volatile_result_fields_by_tool", by_tool,
-                                  "a mapping of tool glob -> list of field names", owner="ToolGuardConfig") from None
+                raise ConfigError(
+                    "volatile_result_fields_by_tool",
+                    by_tool,
+                    "a mapping of tool glob -> list of field names",
+                    owner="ToolGuardConfig",
+                ) from None
         set_(self, "volatile_result_fields_by_tool", checked)
         if self.root_search not in ("allow", "notice", "deny"):
             raise ConfigError("root_search", self.root_search, "'allow', 'notice' or 'deny'", owner="ToolGuardConfig")
@@ -396,11 +474,19 @@ class ToolGuardConfig:
         if self.language not in messages.LANGUAGES:
             raise ConfigError("language", self.language, "'auto', 'en' or 'zh'", owner="ToolGuardConfig")
         if self.unscoped_search == "deny" and not self.scope_fields:
-            raise ConfigError("scope_fields", self.scope_fields, "at least one field name while unscoped_search='deny'",
-                              owner="ToolGuardConfig")
+            raise ConfigError(
+                "scope_fields",
+                self.scope_fields,
+                "at least one field name while unscoped_search='deny'",
+                owner="ToolGuardConfig",
+            )
         if self.cycle_deny_periods < self.cycle_notice_periods:
-            raise ConfigError("cycle_deny_periods", self.cycle_deny_periods,
-                              f">= cycle_notice_periods ({self.cycle_notice_periods})", owner="ToolGuardConfig")
+            raise ConfigError(
+                "cycle_deny_periods",
+                self.cycle_deny_periods,
+                f">= cycle_notice_periods ({self.cycle_notice_periods})",
+                owner="ToolGuardConfig",
+            )
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> ToolGuardConfig:
@@ -413,12 +499,12 @@ class ToolGuardConfig:
         given: dict[str, str] = {}  # snake_case name -> the key as written
         for key, value in data.items():
             if not isinstance(key, str):
-                raise ConfigError(str(key), value, "a known key (see ToolGuardConfig's docstring)",
-                                  owner="ToolGuardConfig")
+                raise ConfigError(
+                    str(key), value, "a known key (see ToolGuardConfig's docstring)", owner="ToolGuardConfig"
+                )
             name = re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
             if name not in known:
-                raise ConfigError(key, value, "a known key (see ToolGuardConfig's docstring)",
-                                  owner="ToolGuardConfig")
+                raise ConfigError(key, value, "a known key (see ToolGuardConfig's docstring)", owner="ToolGuardConfig")
             if name in values:
                 raise ConfigError(key, value, f"given once (also given as {given[name]!r})", owner="ToolGuardConfig")
             values[name] = value
@@ -486,8 +572,15 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"action": self.action, "kind": self.kind, "rule": self.rule, "tool": self.tool,
-                "call_index": self.call_index, "reason": self.reason, "evidence": dict(self.evidence)}
+        return {
+            "action": self.action,
+            "kind": self.kind,
+            "rule": self.rule,
+            "tool": self.tool,
+            "call_index": self.call_index,
+            "reason": self.reason,
+            "evidence": dict(self.evidence),
+        }
 
 
 @dataclass(frozen=True)
@@ -526,16 +619,41 @@ class Intervention:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"action": self.action, "kind": self.kind, "rule": self.rule, "tool": self.tool,
-                "call_index": self.call_index, "text": self.text, "evidence": dict(self.evidence),
-                "source": self.source}
+        return {
+            "action": self.action,
+            "kind": self.kind,
+            "rule": self.rule,
+            "tool": self.tool,
+            "call_index": self.call_index,
+            "text": self.text,
+            "evidence": dict(self.evidence),
+            "source": self.source,
+        }
 
 
 class _Key:
     """D1 state of one call key."""
 
-    __slots__ = ("tool", "last", "same", "epoch", "denied", "escapes", "escaping", "locked", "changed",
-                 "head", "error", "lang", "moved", "across", "ran_at", "changes", "new_changes", "effect_at")
+    __slots__ = (
+        "tool",
+        "last",
+        "same",
+        "epoch",
+        "denied",
+        "escapes",
+        "escaping",
+        "locked",
+        "changed",
+        "head",
+        "error",
+        "lang",
+        "moved",
+        "across",
+        "ran_at",
+        "changes",
+        "new_changes",
+        "effect_at",
+    )
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
@@ -559,10 +677,40 @@ class _Key:
 
 
 class _Session:
-    __slots__ = ("keys", "seen", "recent", "epoch", "history", "cycle_noticed", "watch", "no_new",
-                 "streak", "streak_index", "calls", "replay", "signature", "streak_fp", "streak_count",
-                 "streak_result", "strikes", "executions", "last_call", "blocked", "last_progress", "pending", "stalled", "call_ids", "lang",
-                 "frame", "frame_hist", "frame_digests", "drift_at", "changes", "new_changes", "reworded")
+    __slots__ = (
+        "keys",
+        "seen",
+        "recent",
+        "epoch",
+        "history",
+        "cycle_noticed",
+        "watch",
+        "no_new",
+        "streak",
+        "streak_index",
+        "calls",
+        "replay",
+        "signature",
+        "streak_fp",
+        "streak_count",
+        "streak_result",
+        "strikes",
+        "executions",
+        "last_call",
+        "blocked",
+        "last_progress",
+        "pending",
+        "stalled",
+        "call_ids",
+        "lang",
+        "frame",
+        "frame_hist",
+        "frame_digests",
+        "drift_at",
+        "changes",
+        "new_changes",
+        "reworded",
+    )
 
     def __init__(self, now: float) -> None:
         self.keys: OrderedDict[str, _Key] = OrderedDict()
@@ -618,9 +766,13 @@ class _Shell:
 
     def __init__(self, changes: bool, scope: str | None, identity: str | None) -> None:
         self.changes, self.scope, self.identity = changes, scope, identity
+
+
 _CALL_IDS_MAX = 256
 _PATH_KEY = re.compile(r"(?i)(path|file|dir|folder|url|uri|cwd|target)")
-_PATH_TOKEN = re.compile(r"""(?:[A-Za-z][A-Za-z0-9+.-]*://[^\s'"`]+|[^\s'"`=:,;()<>|&]*[/\\][^\s'"`,;()<>|&]*|[^\s'"`=:,;()<>|&/\\]+\.[A-Za-z0-9]{1,8})""")
+_PATH_TOKEN = re.compile(
+    r"""(?:[A-Za-z][A-Za-z0-9+.-]*://[^\s'"`]+|[^\s'"`=:,;()<>|&]*[/\\][^\s'"`,;()<>|&]*|[^\s'"`=:,;()<>|&/\\]+\.[A-Za-z0-9]{1,8})"""
+)
 _MATCH_LINE = re.compile(r"(?m)^\s*([^\s:]+\.[A-Za-z0-9]{1,8}):(\d+)[:\s]")
 
 
@@ -669,8 +821,9 @@ def _arg_words(args: Any) -> frozenset[str]:
         value, depth = stack.pop()
         if isinstance(value, str):
             out.update(w.lower() for w in _WORD.findall(value[:2048]))
-        elif isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)
-                                          and value.bit_length() <= 256):  # (no 4,300-digit text)
+        elif isinstance(value, float) or (
+            isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 256
+        ):  # (no 4,300-digit text)
             out.update(_WORD.findall(repr(value)))
         elif depth < 20 and isinstance(value, Mapping):
             stack.extend((v, depth + 1) for v in value.values())
@@ -680,8 +833,30 @@ def _arg_words(args: Any) -> frozenset[str]:
 
 
 #: Words too common in failure messages to tie a call to one.
-_COMMON_WORDS = frozenset({"error", "the", "and", "not", "found", "failed", "for", "with", "true", "false", "none",
-                           "null", "file", "line", "name", "value", "type", "must", "cannot", "invalid"})
+_COMMON_WORDS = frozenset(
+    {
+        "error",
+        "the",
+        "and",
+        "not",
+        "found",
+        "failed",
+        "for",
+        "with",
+        "true",
+        "false",
+        "none",
+        "null",
+        "file",
+        "line",
+        "name",
+        "value",
+        "type",
+        "must",
+        "cannot",
+        "invalid",
+    }
+)
 
 
 def _name_words(tool: str) -> list[str]:
@@ -741,7 +916,7 @@ def _check_call_id(call_id: Any) -> None:
 
 
 class ToolGuard:
-    """Outcome-aware tool-loop guard for many sessions (SPEC §5.2; seeds 001, 002).
+    """Outcome-aware tool-loop guard for many sessions (spec §5.2; seeds 001, 002).
 
     Parameters
     ----------
@@ -776,8 +951,9 @@ class ToolGuard:
     'deny'
     """
 
-    def __init__(self, config: ToolGuardConfig | Mapping[str, Any] | None = None, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, config: ToolGuardConfig | Mapping[str, Any] | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if config is None:
             config = ToolGuardConfig()
         elif isinstance(config, Mapping):
@@ -869,18 +1045,20 @@ class ToolGuard:
             commands = shell.parse(text)
             identity_ = None
             if whole and commands:
-                canon = "\x1e".join("\x1f".join(c.words) + ("\x1d" + "\x1f".join(c.writes) if c.writes else "")
-                                     for c in commands)
+                canon = "\x1e".join(
+                    "\x1f".join(c.words) + ("\x1d" + "\x1f".join(c.writes) if c.writes else "") for c in commands
+                )
                 identity_ = hashlib.sha256(f"{tool}\nshell\n{canon}".encode("utf-8", "surrogatepass")).hexdigest()
-            facts = _Shell(shell.changes_state(commands, self.config.state_commands), shell.search_scope(commands),
-                           identity_)
+            facts = _Shell(
+                shell.changes_state(commands, self.config.state_commands), shell.search_scope(commands), identity_
+            )
             if len(self._shell_cache) >= _SHELL_CACHE_MAX:
                 self._shell_cache.clear()
             self._shell_cache[ckey] = facts
         return facts
 
     def _identity(self, tool: str, args: Any) -> tuple[str, _Shell | None]:
-        """The call key (SPEC §4's call hash; for a shell-style call whose arguments are
+        """The call key (spec §4's call hash; for a shell-style call whose arguments are
         just the command, the hash of its parsed command: quoting and spacing aside,
         the same command is the same call) and the shell facts."""
         facts = self._shell(tool, args)
@@ -913,8 +1091,9 @@ class ToolGuard:
         count, s.streak = s.streak, 0
         text = messages.render("circuit_breaker", s.lang, count=count)
         logger.warning("circuit breaker: %d interventions without progress (session call %d)", count, index)
-        return Intervention(self._stop_action(), "circuit_breaker", "I5", text, call_index=index,
-                            evidence={"interventions": count})
+        return Intervention(
+            self._stop_action(), "circuit_breaker", "I5", text, call_index=index, evidence={"interventions": count}
+        )
 
     def _lang(self, s: _Session, sample: str) -> str:
         lang = messages.pick_language(self.config.language, sample)
@@ -926,8 +1105,11 @@ class ToolGuard:
     def _limit(self, s: _Session, k: _Key) -> int:
         if s.replay:
             return 1
-        return self.config.repeat_limit + (self.config.polling_grace if k.changed else 0) \
+        return (
+            self.config.repeat_limit
+            + (self.config.polling_grace if k.changed else 0)
             + (0 if k.error else self.config.success_grace)
+        )
 
     def _broken_chain(self, s: _Session, k: _Key) -> bool:
         return self.config.progress_resets_repeats and k.epoch != s.epoch
@@ -953,8 +1135,7 @@ class ToolGuard:
             if len(set(unit)) < 2:
                 continue
             # the primitive period only: a multiple of a shorter cycle is that cycle
-            if any(p % q == 0 and all(hist[j][:2] == hist[j - q][:2] for j in range(n - p, n))
-                   for q in range(2, p)):
+            if any(p % q == 0 and all(hist[j][:2] == hist[j - q][:2] for j in range(n - p, n)) for q in range(2, p)):
                 continue
             if key is not None and hist[n - p][0] != key:
                 continue
@@ -1057,8 +1238,15 @@ class ToolGuard:
             if decision.action in ("notice", "deny"):
                 breaker = self._count_intervention(s, index)
                 if breaker is not None:
-                    decision = Decision(breaker.action, "circuit_breaker", decision.reason + "\n" + breaker.text,
-                                        "I5", tool, index, {**decision.evidence, **breaker.evidence})
+                    decision = Decision(
+                        breaker.action,
+                        "circuit_breaker",
+                        decision.reason + "\n" + breaker.text,
+                        "I5",
+                        tool,
+                        index,
+                        {**decision.evidence, **breaker.evidence},
+                    )
         if decision.allowed:
             s.pending += 1
         return decision
@@ -1072,8 +1260,9 @@ class ToolGuard:
         logger.info("%s %s: %s (call %d)", action, kind, tool, index)
         return Decision(action, kind, text, rule, tool, index, evidence)
 
-    def _before_tracked(self, s: _Session, tool: str, args: Any, key: str, index: int,
-                        facts: _Shell | None) -> Decision:
+    def _before_tracked(
+        self, s: _Session, tool: str, args: Any, key: str, index: int, facts: _Shell | None
+    ) -> Decision:
         cfg = self.config
         # D5 unscoped search: a shell-style call by its parsed command (a recursive search of
         # the machine per unscoped_search, of the working directory per root_search), other
@@ -1084,13 +1273,20 @@ class ToolGuard:
         else:
             action = cfg.unscoped_search
             # a shell-style call that is not a recursive search reads what it names
-            unscoped = facts is None and cfg.unscoped_search == "deny" \
-                and _matches(tool, cfg.search_tools) and not _has_scope(args, cfg.scope_fields)
+            unscoped = (
+                facts is None
+                and cfg.unscoped_search == "deny"
+                and _matches(tool, cfg.search_tools)
+                and not _has_scope(args, cfg.scope_fields)
+            )
         if unscoped:
             preview = messages.arguments_preview(args, cfg.arguments_preview_chars)
             lang = self._lang(s, preview)
             text = messages.render(
-                "unscoped_deny", lang, tool=tool, fields=" / ".join(f"`{f}`" for f in cfg.scope_fields),
+                "unscoped_deny",
+                lang,
+                tool=tool,
+                fields=" / ".join(f"`{f}`" for f in cfg.scope_fields),
                 field=cfg.scope_fields[0],
                 args=messages.render("args_preview", lang, preview=preview) if preview else "",
             )
@@ -1110,9 +1306,14 @@ class ToolGuard:
             digest = (k.last or "")[:16]
             if k.locked:
                 text = messages.render(
-                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest,
+                    "repeat_deny",
+                    k.lang,
+                    tool=tool,
+                    count=k.same,
+                    digest=digest,
                     summary=summarize_result(k.head, max_chars=cfg.result_summary_chars),
-                    alternative=_alternative(k.head, k.error, k.lang), args="",
+                    alternative=_alternative(k.head, k.error, k.lang),
+                    args="",
                     escape=messages.render("no_escape", k.lang),
                 )
                 return self._deny("locked", "D1", text, tool, index, {"count": k.same, "hash": digest, "locked": True})
@@ -1123,34 +1324,55 @@ class ToolGuard:
                     k.escaping = True
                     k.denied = False
                     logger.info("escape run: %s (call %d)", tool, index)
-                    return Decision("allow", "repeat", "", "D1", tool, index,
-                                    {"escape_run": True, "count": k.same, "hash": digest})
+                    return Decision(
+                        "allow", "repeat", "", "D1", tool, index, {"escape_run": True, "count": k.same, "hash": digest}
+                    )
                 k.denied = True
                 preview = messages.arguments_preview(args, cfg.arguments_preview_chars)
                 escape = messages.render("escape" if k.escapes < cfg.escape_runs else "no_escape", k.lang)
                 text = messages.render(
-                    "repeat_deny", k.lang, tool=tool, count=k.same, digest=digest,
+                    "repeat_deny",
+                    k.lang,
+                    tool=tool,
+                    count=k.same,
+                    digest=digest,
                     summary=summarize_result(k.head, max_chars=cfg.result_summary_chars),
-                    alternative=_alternative(k.head, k.error, k.lang), escape=escape,
+                    alternative=_alternative(k.head, k.error, k.lang),
+                    escape=escape,
                     args=messages.render("args_preview", k.lang, preview=preview) if preview else "",
                 )
                 if s.replay:
                     text = text.replace("\n", messages.render("replay", k.lang) + "\n", 1)
-                return self._deny("repeat", "D1", text, tool, index,
-                                  {"count": k.same, "limit": limit, "hash": digest, "replay": s.replay})
+                return self._deny(
+                    "repeat",
+                    "D1",
+                    text,
+                    tool,
+                    index,
+                    {"count": k.same, "limit": limit, "hash": digest, "replay": s.replay},
+                )
         # cycles: deny the call that continues a long cycle
         cycle = self._cycle(s, key)
         if cycle is not None and cycle[1] >= cfg.cycle_deny_periods:
             period, periods, _ = cycle
-            text = messages.render("cycle_deny", s.lang, period=period, periods=periods,
-                                   tools=self._tools_of_cycle(s, period))
+            text = messages.render(
+                "cycle_deny", s.lang, period=period, periods=periods, tools=self._tools_of_cycle(s, period)
+            )
             return self._deny("cycle", "cycle", text, tool, index, {"period": period, "periods": periods})
         return Decision("allow", tool=tool, call_index=index)
 
     # ----------------------------------------------------------- after_call
 
-    def after_call(self, session_id: Any, tool: str, args: Any, result: Any, *, error: bool = False,
-                   call_id: Hashable | None = None) -> list[Intervention]:
+    def after_call(
+        self,
+        session_id: Any,
+        tool: str,
+        args: Any,
+        result: Any,
+        *,
+        error: bool = False,
+        call_id: Hashable | None = None,
+    ) -> list[Intervention]:
         """Observe a tool result (the ``tools/post-execute`` seam of seed 001).
 
         Parameters
@@ -1205,8 +1427,17 @@ class ToolGuard:
                     s.call_ids.popitem(last=False)
             return self._after(s, tool, parsed, key, result, error, max(index, 0), facts)
 
-    def _after(self, s: _Session, tool: str, args: Any, key: str, result: Any, error: bool,
-               index: int, facts: _Shell | None = None) -> list[Intervention]:
+    def _after(
+        self,
+        s: _Session,
+        tool: str,
+        args: Any,
+        key: str,
+        result: Any,
+        error: bool,
+        index: int,
+        facts: _Shell | None = None,
+    ) -> list[Intervention]:
         cfg = self.config
         s.last_progress = self._clock()
         s.stalled = False
@@ -1222,8 +1453,11 @@ class ToolGuard:
             # a changed result restarts the streak (a poll that makes progress) -- but not for a
             # change repeated verbatim, whose receipt changes because the change accumulates (the
             # same edit inserted again and again: the file grows)
-            if s.streak_result is not None and s.streak_result != digest and not (
-                    cfg.progress_resets_repeats and not failure and world):
+            if (
+                s.streak_result is not None
+                and s.streak_result != digest
+                and not (cfg.progress_resets_repeats and not failure and world)
+            ):
                 s.streak_count = 1
             s.streak_result = digest
         if not self._tracked(tool):
@@ -1249,18 +1483,33 @@ class ToolGuard:
                 k.same += 1
                 if k.escapes >= cfg.escape_runs:
                     k.locked = True
-                    out.append(Intervention("notice", "locked", "D1",
-                                            messages.render("locked_notice", lang, tool=tool, digest=digest[:16]),
-                                            tool, index, {"count": k.same, "hash": digest[:16]}))
+                    out.append(
+                        Intervention(
+                            "notice",
+                            "locked",
+                            "D1",
+                            messages.render("locked_notice", lang, tool=tool, digest=digest[:16]),
+                            tool,
+                            index,
+                            {"count": k.same, "hash": digest[:16]},
+                        )
+                    )
             else:
                 k.last, k.same, k.escapes, k.changed = digest, 1, 0, True
         elif digest == k.last:
             k.same += 1
             if k.same == max(2, self._limit(s, k)):
-                out.append(Intervention("notice", "repeat", "D1",
-                                        messages.render("repeat_notice", lang, tool=tool, count=k.same,
-                                                        digest=digest[:16]),
-                                        tool, index, {"count": k.same, "hash": digest[:16]}))
+                out.append(
+                    Intervention(
+                        "notice",
+                        "repeat",
+                        "D1",
+                        messages.render("repeat_notice", lang, tool=tool, count=k.same, digest=digest[:16]),
+                        tool,
+                        index,
+                        {"count": k.same, "hash": digest[:16]},
+                    )
+                )
         else:
             if k.last is not None:
                 k.changed = True
@@ -1280,13 +1529,26 @@ class ToolGuard:
         # a read or a test -- or a change that failed (it changed nothing) or that shows the state it
         # left (3+ lines of content, not an acknowledgment): its result is an observation
         probe = failure or len(lines) >= 3 or not world
-        if probe and changed and digest == previous and k.same < k.across and k.across >= k.effect_at \
-                and cfg.progress_resets_repeats:
+        if (
+            probe
+            and changed
+            and digest == previous
+            and k.same < k.across
+            and k.across >= k.effect_at
+            and cfg.progress_resets_repeats
+        ):
             k.effect_at = k.across + cfg.repeat_limit + 1  # the next notice of this streak
-            out.append(Intervention("notice", "no_effect", "D1",
-                                    messages.render("no_effect_notice", lang, tool=tool, count=k.across,
-                                                    digest=digest[:16]),
-                                    tool, index, {"count": k.across, "hash": digest[:16]}))
+            out.append(
+                Intervention(
+                    "notice",
+                    "no_effect",
+                    "D1",
+                    messages.render("no_effect_notice", lang, tool=tool, count=k.across, digest=digest[:16]),
+                    tool,
+                    index,
+                    {"count": k.across, "hash": digest[:16]},
+                )
+            )
         k.head = text[: cfg.result_summary_chars * 2 + 256]
         k.error = failure or error
         # D2 drift against other keys' recent results, on the lines that carry content
@@ -1316,10 +1578,19 @@ class ToolGuard:
                     s.drift_at = s.executions
                     if not recurs and cfg.drift_confirm:
                         break  # one near-copy is no new information; a second one soon after is a notice
-                    out.append(Intervention("notice", "drift", "D2",
-                                            messages.render("drift_notice", lang, tool=tool, other=other_tool,
-                                                            overlap=overlap, lines=len(lines)),
-                                            tool, index, {"overlap": round(overlap, 4), "lines": len(lines)}))
+                    out.append(
+                        Intervention(
+                            "notice",
+                            "drift",
+                            "D2",
+                            messages.render(
+                                "drift_notice", lang, tool=tool, other=other_tool, overlap=overlap, lines=len(lines)
+                            ),
+                            tool,
+                            index,
+                            {"overlap": round(overlap, 4), "lines": len(lines)},
+                        )
+                    )
                     break
         s.recent.append((key, tool, lines))
         while len(s.recent) > cfg.overlap_window:
@@ -1330,8 +1601,7 @@ class ToolGuard:
         # (a question, or a change that failed: a change's receipt says nothing about whether two
         # changes were the same -- a to-do list updated again is progress; not a shell command:
         # other commands are other actions, whatever words they share)
-        if cfg.drift_confirm and 0 < len(lines) < 3 and not drift and facts is None \
-                and (failure or not world):
+        if cfg.drift_confirm and 0 < len(lines) < 3 and not drift and facts is None and (failure or not world):
             words = frozenset(hash(w) for w in _arg_words(args))
             last = s.reworded.get(tool)
             count = 0
@@ -1346,9 +1616,17 @@ class ToolGuard:
             if count:
                 drift = True
                 if count >= 2:
-                    out.append(Intervention("notice", "drift", "D2",
-                                            messages.render("reworded_notice", lang, tool=tool, count=count + 1),
-                                            tool, index, {"calls": count + 1, "reworded": True}))
+                    out.append(
+                        Intervention(
+                            "notice",
+                            "drift",
+                            "D2",
+                            messages.render("reworded_notice", lang, tool=tool, count=count + 1),
+                            tool,
+                            index,
+                            {"calls": count + 1, "reworded": True},
+                        )
+                    )
         # new information?
         pair = hash((key, digest))
         new = pair not in s.seen and not drift
@@ -1370,24 +1648,42 @@ class ToolGuard:
         # D3 error avoidance: a failure that says something (an empty failure -- grep's "no
         # match" -- has no message to avoid), then steps that do not remedy it
         if error and (lines or not cfg.ignore_boilerplate):
-            s.watch = (tool, _family(tool), _path_values(args), _words(text[:2000]) if cfg.ignore_boilerplate
-                       else frozenset(), 0)
+            s.watch = (
+                tool,
+                _family(tool),
+                _path_values(args),
+                _words(text[:2000]) if cfg.ignore_boilerplate else frozenset(),
+                0,
+            )
         elif error:
             s.watch = None
         elif s.watch is not None:
             w_tool, w_family, w_paths, w_words, steps = s.watch
-            if tool == w_tool or _matches(tool, cfg.remedial_tools) or (_path_values(args) & w_paths) \
-                    or (w_family and _tool_words(tool).startswith(w_family)) \
-                    or (w_words and _arg_words(args) & w_words):
+            if (
+                tool == w_tool
+                or _matches(tool, cfg.remedial_tools)
+                or (_path_values(args) & w_paths)
+                or (w_family and _tool_words(tool).startswith(w_family))
+                or (w_words and _arg_words(args) & w_words)
+            ):
                 s.watch = None
             else:
                 steps += 1
                 if steps >= cfg.error_watch_steps:
                     s.watch = None
-                    out.append(Intervention("notice", "error_avoidance", "D3",
-                                            messages.render("error_notice", lang, tool=w_tool, steps=steps,
-                                                            remedial="`, `".join(cfg.remedial_tools)),
-                                            tool, index, {"steps": steps}))
+                    out.append(
+                        Intervention(
+                            "notice",
+                            "error_avoidance",
+                            "D3",
+                            messages.render(
+                                "error_notice", lang, tool=w_tool, steps=steps, remedial="`, `".join(cfg.remedial_tools)
+                            ),
+                            tool,
+                            index,
+                            {"steps": steps},
+                        )
+                    )
                 else:
                     s.watch = (w_tool, w_family, w_paths, w_words, steps)
         # cycles
@@ -1404,10 +1700,19 @@ class ToolGuard:
                 if len(s.cycle_noticed) > 64:
                     s.cycle_noticed.clear()
                     s.cycle_noticed.add(mark)
-                out.append(Intervention("notice", "cycle", "cycle",
-                                        messages.render("cycle_notice", lang, period=period, periods=periods,
-                                                        tools=self._tools_of_cycle(s, period)),
-                                        tool, index, {"period": period, "periods": periods}))
+                out.append(
+                    Intervention(
+                        "notice",
+                        "cycle",
+                        "cycle",
+                        messages.render(
+                            "cycle_notice", lang, period=period, periods=periods, tools=self._tools_of_cycle(s, period)
+                        ),
+                        tool,
+                        index,
+                        {"period": period, "periods": periods},
+                    )
+                )
         # D4 no progress
         if new:
             s.no_new = 0
@@ -1416,9 +1721,17 @@ class ToolGuard:
             s.no_new += 1
             if s.no_new >= cfg.anchor_window:
                 s.no_new = 0
-                out.append(Intervention("notice", "no_progress", "D4",
-                                        messages.render("anchor", lang, window=cfg.anchor_window),
-                                        tool, index, {"window": cfg.anchor_window}))
+                out.append(
+                    Intervention(
+                        "notice",
+                        "no_progress",
+                        "D4",
+                        messages.render("anchor", lang, window=cfg.anchor_window),
+                        tool,
+                        index,
+                        {"window": cfg.anchor_window},
+                    )
+                )
         # I5 circuit breaker
         if out and not new:
             breaker = self._count_intervention(s, index)
@@ -1481,8 +1794,9 @@ class ToolGuard:
 
     # ------------------------------------------------------- D1' replay
 
-    def observe_attempt(self, session_id: Any, *, reasoning: str = "", text: str = "",
-                        tool_calls: Sequence[tuple[str, Any]] = ()) -> bool:
+    def observe_attempt(
+        self, session_id: Any, *, reasoning: str = "", text: str = "", tool_calls: Sequence[tuple[str, Any]] = ()
+    ) -> bool:
         """Record one model attempt's stream signature (D1', seed 001 ``agent/assistant-stream``).
 
         Parameters
@@ -1563,8 +1877,9 @@ class ToolGuard:
                 return None
             s.stalled = True
             lang = s.lang
-            text = messages.render("stalled", lang, minutes=minutes,
-                                   pending=messages.render("stalled_pending", lang) if s.pending else "")
+            text = messages.render(
+                "stalled", lang, minutes=minutes, pending=messages.render("stalled_pending", lang) if s.pending else ""
+            )
             strikes = self._strike(s, "stalled")
             count = len(s.strikes) if strikes is None else int(strikes.evidence["strikes"])
             evidence = {"idle_seconds": round(idle, 3), "pending_tools": s.pending, "strikes": count}
@@ -1608,8 +1923,9 @@ class ToolGuard:
         s.strikes.clear()
         text = messages.render("strikes", s.lang, count=count, kinds=kinds, minutes=cfg.strike_window_minutes)
         logger.warning("strikes: %d strong signals -> cancel", count)
-        return Intervention(self._stop_action(), "strikes", "③", text,
-                            evidence={"strikes": count, "kinds": kinds.split(", ")})
+        return Intervention(
+            self._stop_action(), "strikes", "③", text, evidence={"strikes": count, "kinds": kinds.split(", ")}
+        )
 
     def cancel_pending(self, session_id: Any = None) -> None:
         """The host cancelled the turn: calls still pending will never report a
@@ -1637,7 +1953,7 @@ def _parse(args: Any) -> Any:
 
 
 def _call_key(tool: str, args: Any) -> str:
-    """The call hash of SPEC §4; for arguments canonical JSON refuses (NaN, sets,
+    """The call hash of spec §4; for arguments canonical JSON refuses (NaN, sets,
     objects, cycles, more than 500 levels) the hash of their stable text instead."""
     try:
         return identity.call_hash(tool, args)
@@ -1710,7 +2026,7 @@ def wrap_tool(
     on_deny: Literal["return", "raise"] = "return",
     on_intervention: Callable[[list[Intervention]], None] | None = None,
 ) -> Callable[..., Any]:
-    """Put a tool body behind a :class:`ToolGuard` (sync or ``async def``; SPEC §5.2, seed 001 seams).
+    """Put a tool body behind a :class:`ToolGuard` (sync or ``async def``; spec §5.2, seed 001 seams).
 
     Before the body: :meth:`ToolGuard.before_call`.  A denied call does not
     run: the wrapper returns ``decision.reason`` as the tool's result (the
@@ -1775,8 +2091,18 @@ def wrap_tool(
     def _after(sid: Any, cid: Any, payload: Any, decision: Decision, result: Any, error: bool) -> Any:
         notes = guard.after_call(sid, tool, payload, result, error=error, call_id=cid)
         if decision.action == "notice" and decision.reason:
-            notes = [Intervention("notice", str(decision.kind), decision.rule, decision.reason, tool,
-                                  decision.call_index, decision.evidence), *notes]
+            notes = [
+                Intervention(
+                    "notice",
+                    str(decision.kind),
+                    decision.rule,
+                    decision.reason,
+                    tool,
+                    decision.call_index,
+                    decision.evidence,
+                ),
+                *notes,
+            ]
         if notes:
             if on_intervention is not None:
                 on_intervention(notes)
@@ -1793,7 +2119,7 @@ def wrap_tool(
         """Record a failed body; the host's exception always wins over anything the guard says."""
         try:
             _after(sid, cid, payload, decision, f"{type(exc).__name__}: {exc}", True)
-        except Exception:  # noqa: BLE001 - never replace the host's exception
+        except Exception:
             logger.info("guard signal after a failed %s call dropped: the tool's exception propagates", tool)
 
     if _is_async(fn):

@@ -1,4 +1,4 @@
-"""Tool-call identity: canonical JSON and call hashes (SPEC §4, seed 000).
+"""Tool-call identity: canonical JSON and call hashes (spec §4, seed 000).
 
 Two calls are the same call when ``sha256(tool + "\\n" + canonical_json(args))``
 is the same.  ``canonical_json`` is byte-identical to the seed harness's
@@ -76,7 +76,9 @@ Path = tuple[Any, ...]  # (parent path, key or index); the root is ("args",)
 
 
 _PLAIN_KEY = re.compile("[A-Za-z_][A-Za-z0-9_]{0,31}")
-_SECRET_LOOKING = re.compile(r"(?i)(sk|pk|rk|gh[pousr]|xox[abprs]|akia|aiza|hf|glpat)[_-]|.*\d{6}|.*(key|token|secret|passw)")
+_SECRET_LOOKING = re.compile(
+    r"(?i)(sk|pk|rk|gh[pousr]|xox[abprs]|akia|aiza|hf|glpat)[_-]|.*\d{6}|.*(key|token|secret|passw)"
+)
 
 
 def _show_key(key: str) -> str:
@@ -196,7 +198,7 @@ def _encode(value: Any, path: Path, depth: int, out: list[str]) -> None:
 
 
 def canonical_json(value: Any, *, name: str = "args") -> str:
-    """The canonical JSON text of ``value`` (SPEC §4): sorted keys, JavaScript formatting.
+    """The canonical JSON text of ``value`` (spec §4): sorted keys, JavaScript formatting.
 
     Parameters
     ----------
@@ -259,7 +261,7 @@ def _hash_text(text: str) -> bytes:
 
 
 def call_hash(tool: str, args: Any) -> str:
-    """``sha256(tool + "\\n" + canonical_json(args))`` as 64 lowercase hex digits (SPEC §4).
+    """``sha256(tool + "\\n" + canonical_json(args))`` as 64 lowercase hex digits (spec §4).
 
     ``args`` given as a JSON string (or UTF-8 bytes) is parsed first; a string
     that is not JSON is hashed as that string value.
@@ -288,7 +290,7 @@ _NO_ARGS: Any = object()
 
 
 def hash_prefix(tool_or_digest: str, args: Any = _NO_ARGS) -> str:
-    """The 12 hex digits shown in errors and logs (SPEC §4).
+    """The 12 hex digits shown in errors and logs (spec §4).
 
     ``hash_prefix(digest)`` shortens a hex digest (at least 12 hex digits);
     ``hash_prefix(tool, args)`` hashes the call first.
@@ -313,7 +315,7 @@ def hash_prefix(tool_or_digest: str, args: Any = _NO_ARGS) -> str:
 
 
 def action_fingerprint(tool: str, args: Any, volatile_keys: Sequence[str] = ("description",)) -> str:
-    """``call_hash`` after dropping ``volatile_keys`` at the top level (002 ②b, SPEC §4).
+    """``call_hash`` after dropping ``volatile_keys`` at the top level (002 ②b, spec §4).
 
     Examples
     --------

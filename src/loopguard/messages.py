@@ -4,7 +4,7 @@ Every text starts with the source tag ``[loopguard]`` (seed 001: synthetic
 messages are always labelled with their source), exists in English and
 Chinese, and is passed through :func:`loopguard.redact.redact_secrets`
 before it leaves this module.  Arguments appear only as a preview capped at
-``arguments_preview_chars`` (SPEC §5.2), results only as a capped summary.
+``arguments_preview_chars`` (spec §5.2), results only as a capped summary.
 
 ``language="auto"`` picks Chinese when the sample text (the tool result or
 the arguments preview) holds more Han characters than Latin letters and than
@@ -13,7 +13,6 @@ kana and hangul (Japanese and Korean text get English).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -195,10 +194,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
     },
     "stalled_pending": {"en": " while a tool call is pending", "zh": "（有工具调用尚未返回）"},
     "strikes": {
-        "en": (
-            "[loopguard] {count} strong loop signals ({kinds}) within {minutes:g} minutes: the turn "
-            "is cancelled."
-        ),
+        "en": ("[loopguard] {count} strong loop signals ({kinds}) within {minutes:g} minutes: the turn is cancelled."),
         "zh": "[loopguard] {minutes:g} 分钟内出现 {count} 次强循环信号（{kinds}）：本轮已取消。",
     },
     "text_loop": {
@@ -226,7 +222,10 @@ TEMPLATES: dict[str, dict[str, str]] = {
         ),
         "zh": "[loopguard] 你最近 {count} 次回复都只有很长的思考，没有正文也没有工具调用。停止反复斟酌：现在给出回答，或执行一个具体动作。",
     },
-    "marker_reasoning": {"en": "〔{count} chars of repeated reasoning removed〕", "zh": "〔已删除 {count} 字符的重复推理〕"},
+    "marker_reasoning": {
+        "en": "〔{count} chars of repeated reasoning removed〕",
+        "zh": "〔已删除 {count} 字符的重复推理〕",
+    },
     "marker_text": {"en": "〔{count} chars of repeated text removed〕", "zh": "〔已删除 {count} 字符的重复正文〕"},
     "resume": {
         "en": (

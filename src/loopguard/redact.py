@@ -1,4 +1,4 @@
-"""Redaction of secret-looking values in text loopguard writes out (SPEC §6 ④, §5.2; seed 002).
+"""Redaction of secret-looking values in text loopguard writes out (spec §6 ④, §5.2; seed 002).
 
 Intervention texts, sample dumps and log lines may quote a tool call or a
 model's output; before they do, :func:`redact_secrets` replaces what looks
@@ -71,9 +71,7 @@ _ASSIGNMENT = re.compile(
 )
 _FLAG = re.compile(rf"(?i)(--?{_SECRET_NAME}[ \t]+)(?!-)[^\s\"']+")  # --password hunter2 (= forms: _ASSIGNMENT)
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(@)")
-_PEM = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)"
-)
+_PEM = re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)")
 _HEX64 = re.compile(_start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
 
 

@@ -1,4 +1,4 @@
-"""Tool results: normalisation, result hashes, line sets and summaries (SPEC §5.2; seed 001).
+"""Tool results: normalisation, result hashes, line sets and summaries (spec §5.2; seed 001).
 
 A tool result may be a ``str``, ``bytes`` or a JSON-like value (``dict``,
 ``list``, numbers, ``None``).  Before a result is hashed, *volatile* parts
@@ -18,7 +18,7 @@ carries a fresh request id and timestamp (seed 001 D1; OpenClaw #89090 in
 Numbers that are not durations (``2 of 6 replicas ready``) and identifiers
 that are not under a volatile key stay: they are information.
 
-The result hash (SPEC §5.2) is ``sha256("1\\n" or "0\\n" + canonical
+The result hash (spec §5.2) is ``sha256("1\\n" or "0\\n" + canonical
 content)``, the first line being the error flag.
 """
 
@@ -34,7 +34,6 @@ from typing import Any
 
 from loopcore import TokenFinder, word_lines
 
-from . import identity
 from .redact import redact_secrets
 
 __all__ = [
@@ -89,9 +88,7 @@ _ISO_DATETIME = re.compile(
 )
 _UNITS = r"(ms|milliseconds?|s|secs?|seconds?|µs|us|ns|min|mins|minutes?)"
 _KEYWORDS = ("in", "took", "after", "elapsed", "duration")
-_DURATION = re.compile(
-    rf"(?i)\b({'|'.join(_KEYWORDS)})([ \t]*[:=]?[ \t]*)\d+(?:\.\d+)?[ \t]?{_UNITS}\b", re.ASCII
-)
+_DURATION = re.compile(rf"(?i)\b({'|'.join(_KEYWORDS)})([ \t]*[:=]?[ \t]*)\d+(?:\.\d+)?[ \t]?{_UNITS}\b", re.ASCII)
 _BARE_DURATION = re.compile(r"\b\d+\.\d+[ \t]?(ms|s|sec|secs|seconds)\b", re.ASCII)
 _SESSION_COUNTER = re.compile(
     r"(?i)\b(\d+)[ \t]*(×|x|times)([ \t]+(?:in[ \t]+)?this[ \t]+(?:session|conversation|turn))", re.ASCII
@@ -304,7 +301,7 @@ def result_text(result: Any) -> str:
     JSON-like values as compact sorted-key JSON (``repr`` for objects JSON
     does not know; keys of mixed types and circular values through a
     ``repr``-based fallback).  Deterministic within loopguard; unlike call
-    hashes (SPEC §4) result hashes need not match the JavaScript harness."""
+    hashes (spec §4) result hashes need not match the JavaScript harness."""
     if isinstance(result, str):
         return result
     if isinstance(result, (bytes, bytearray, memoryview)):
@@ -315,7 +312,7 @@ def result_text(result: Any) -> str:
         return f"<binary result: {len(decoded)} bytes, sha256 {digest}>"
     try:  # C-accelerated; result hashes need not match JavaScript, only be deterministic
         return json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-    except Exception:  # noqa: BLE001 - mixed key types, circular values, objects whose repr raises
+    except Exception:
         return _fallback_text(result)
 
 
@@ -391,7 +388,7 @@ def stable_text(value: Any) -> str:
                 try:
                     keys = sorted(item, key=lambda k: (type(k).__name__, _safe_repr(k)))
                     entries = [(k, item[k]) for k in keys]
-                except Exception:  # noqa: BLE001 - a mapping that fails to iterate or index
+                except Exception:
                     out.append(f"<unprintable {type(item).__name__}>")
                     open_ids.discard(ident)
                     continue
@@ -422,7 +419,7 @@ class _Literal(str):
 def _safe_repr(value: Any) -> str:
     try:
         return repr(value)
-    except Exception as exc:  # noqa: BLE001 - an object whose repr raises still gets a stable text
+    except Exception as exc:
         return f"<unprintable {type(value).__name__}: {type(exc).__name__}>"
 
 
@@ -430,8 +427,10 @@ def _fallback_text(result: Any) -> str:
     return "stable:" + stable_text(result)
 
 
-def result_digest(result: Any, *, error: bool = False, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS) -> str:
-    """The result hash of SPEC §5.2: sha256 hex over (error flag, canonical content).
+def result_digest(
+    result: Any, *, error: bool = False, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS
+) -> str:
+    """The result hash of spec §5.2: sha256 hex over (error flag, canonical content).
 
     ``volatile_fields=None`` hashes the result as it is (no normalisation).
 
@@ -463,7 +462,7 @@ def result_lines(result: Any) -> frozenset[str]:
     else:
         try:  # one member per line, through the C encoder
             text = json.dumps(result, sort_keys=True, separators=(",\n", ": "), ensure_ascii=False, default=repr)
-        except Exception:  # noqa: BLE001 - as in result_text
+        except Exception:
             text = _fallback_text(result)
     return word_lines(text, _MAX_LINES)  # one compiled pass (loopcore)
 
@@ -498,7 +497,9 @@ def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -
 # ------------------------------------------------------------------ information (issue 15)
 
 #: Markup tags (``<output>``, ``</returncode>``): a wrapper, not content.
-_TAG = re.compile(r"""</?[A-Za-z][\w:.-]{0,40}(?:\s+[A-Za-z_:][\w:.-]*(?:=(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+))?)*\s*/?>""")
+_TAG = re.compile(
+    r"""</?[A-Za-z][\w:.-]{0,40}(?:\s+[A-Za-z_:][\w:.-]*(?:=(?:"[^"<>]*"|'[^'<>]*'|[^\s<>"']+))?)*\s*/?>"""
+)
 #: A result line that only says there is nothing to say.
 _NO_OUTPUT = re.compile(
     r"(?i)^[\W_]*(?:(?:the )?(?:your )?command (?:ran|completed|executed|finished|succeeded)(?: successfully)?"
@@ -508,15 +509,33 @@ _NO_OUTPUT = re.compile(
     r"|none|null|true|false)[\W_]*$"
 )
 #: How a "nothing to say" line can start once leading punctuation is dropped (a C prefilter).
-_NO_OUTPUT_STARTS = ("the ", "your ", "command ", "there ", "no output", "empty", "output ", "nothing ", "done",
-                     "ok", "success", "none", "null", "true", "false")
+_NO_OUTPUT_STARTS = (
+    "the ",
+    "your ",
+    "command ",
+    "there ",
+    "no output",
+    "empty",
+    "output ",
+    "nothing ",
+    "done",
+    "ok",
+    "success",
+    "none",
+    "null",
+    "true",
+    "false",
+)
 _LEADING = "".join(chr(c) for c in range(128) if not chr(c).isalnum()) + "_"
 
 
 def _says_nothing_line(bare: str) -> bool:
     head = bare.lstrip(_LEADING)
-    return (len(head) <= 96 and head[:9].lower().startswith(_NO_OUTPUT_STARTS)
-            and _NO_OUTPUT.match(bare.strip()) is not None)
+    return (
+        len(head) <= 96
+        and head[:9].lower().startswith(_NO_OUTPUT_STARTS)
+        and _NO_OUTPUT.match(bare.strip()) is not None
+    )
 
 
 #: A line that states the command printed nothing: a short result holding one says nothing,
@@ -588,9 +607,31 @@ def content_line(line: str, short: bool = True) -> bool:
 
 
 #: Literal pieces one of which every failure word holds (a C substring scan first).
-_FAILURE_HINTS = ("err", "exception", "traceback", "fatal", "fail", "denied", "forbidden", "unauthori",
-                  "not found", "no such", "cannot", "can't", "could", "unable", "invalid", "illegal", "missing",
-                  "unrecognized", "unknown", "timed out", "refused", "malformed", "usage:")
+_FAILURE_HINTS = (
+    "err",
+    "exception",
+    "traceback",
+    "fatal",
+    "fail",
+    "denied",
+    "forbidden",
+    "unauthori",
+    "not found",
+    "no such",
+    "cannot",
+    "can't",
+    "could",
+    "unable",
+    "invalid",
+    "illegal",
+    "missing",
+    "unrecognized",
+    "unknown",
+    "timed out",
+    "refused",
+    "malformed",
+    "usage:",
+)
 
 
 def _failure_in(window: str) -> bool:

@@ -1,4 +1,4 @@
-"""The session state machine hosts drive: one :class:`Session` per agent conversation (SPEC §0, §3, §5.2, §8).
+"""The session state machine hosts drive: one :class:`Session` per agent conversation (spec §0, §3, §5.2, §8).
 
 A host reports what happens in a conversation and gets a :class:`Verdict`
 back at every step::
@@ -20,18 +20,18 @@ back at every step::
 
 What each call does and which rule owns it:
 
-* **Text loops** (SPEC §2, seeds 002 ①, 003): every attempt gets fresh
+* **Text loops** (spec §2, seeds 002 ①, 003): every attempt gets fresh
   :class:`~loopguard.text.TextLoopDetector` s, one per channel, created on
   the first delta of that channel.  :meth:`Session.feed` returns ``cut``
   once :meth:`~loopguard.text.TextLoopDetector.action_required` says so (C/P
   at their first hit, E/L/S at their ``fuse_hits_before_action``-th hit in
-  the attempt, SPEC §2.6).  That stop is recorded once per attempt as a ③
+  the attempt, spec §2.6).  That stop is recorded once per attempt as a ③
   strike (``ToolGuard.strike(session_id, "text_loop")``, unless
   ``SessionConfig.text_strikes`` is off); when the strike completes
   ``strikes_before_cancel`` the verdict is ``cancel`` instead.  Once an
   attempt is stopped every further :meth:`Session.feed` of it returns the
   same stop verdict.
-* **Tool calls** (SPEC §5.2, seed 001 D1–D5, I1–I5, seed 002 ②b):
+* **Tool calls** (spec §5.2, seed 001 D1–D5, I1–I5, seed 002 ②b):
   :meth:`Session.tool_call` / :meth:`Session.tool_result` wrap
   :meth:`ToolGuard.before_call` / :meth:`ToolGuard.after_call`.
 * **D1' replay** (seed 001, ``agent/assistant-stream``):
@@ -48,7 +48,7 @@ What each call does and which rule owns it:
 * **② stall** and **③ strikes** (seed 002): :meth:`Session.check_stall`;
   progress events are :meth:`start_attempt`, every :meth:`feed`,
   :meth:`end_attempt`, :meth:`tool_call` and :meth:`tool_result`.
-* **⑤ empty turn** (seed 002, SPEC §3): :meth:`Session.end_turn` judges the
+* **⑤ empty turn** (seed 002, spec §3): :meth:`Session.end_turn` judges the
   turn by structure only: reasoning was streamed and the answer text has no
   non-whitespace character.
 * Tool-guard state (D1 counts, strikes, …) belongs to the session and
@@ -120,7 +120,7 @@ Action = Literal["allow", "notice", "deny", "cut", "cancel"]
 
 @dataclass(frozen=True)
 class SessionConfig:
-    """Keys of the session state machine (SPEC §3; seed 002 ③ and ⑤).
+    """Keys of the session state machine (spec §3; seed 002 ③ and ⑤).
 
     Parameters
     ----------
@@ -152,7 +152,7 @@ class SessionConfig:
         At most this many nudges per session (default 3): the nudge must not
         become a loop of its own.
     text_notice_checkpoints : int
-        A weak text-loop detection (SPEC §2.7: ``Detection.strength ==
+        A weak text-loop detection (spec §2.7: ``Detection.strength ==
         "weak"``) gives a ``notice`` once its episode has held at this many
         consecutive checkpoints (default 3: the near-copies went on over two
         more blocks of ``check_every`` code points; a trace or enumeration that
@@ -186,14 +186,19 @@ class SessionConfig:
     text_notice_checkpoints: int = 3
 
     def __post_init__(self) -> None:
-        for key, lo in (("empty_turn_limit", 1), ("empty_turn_steer_max", 0), ("stall_calls", 0),
-                        ("stall_min_reasoning_chars", 0), ("stall_nudge_max", 0), ("text_notice_checkpoints", 1)):
+        for key, lo in (
+            ("empty_turn_limit", 1),
+            ("empty_turn_steer_max", 0),
+            ("stall_calls", 0),
+            ("stall_min_reasoning_chars", 0),
+            ("stall_nudge_max", 0),
+            ("text_notice_checkpoints", 1),
+        ):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= _BIG:
                 raise ConfigError(key, value, f"an integer from {lo} to {_BIG}", owner="SessionConfig")
         if self.empty_turn_action not in ("log", "steer"):
-            raise ConfigError("empty_turn_action", self.empty_turn_action, "'log' or 'steer'",
-                              owner="SessionConfig")
+            raise ConfigError("empty_turn_action", self.empty_turn_action, "'log' or 'steer'", owner="SessionConfig")
         for key in ("empty_turn_detect", "text_strikes"):
             value = getattr(self, key)
             if not isinstance(value, bool):
@@ -202,7 +207,7 @@ class SessionConfig:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What the host should do after a :class:`Session` call (SPEC §0).
+    """What the host should do after a :class:`Session` call (spec §0).
 
     Attributes
     ----------
@@ -270,7 +275,7 @@ def _check_channel(channel: object) -> str:
 
 
 class Session:
-    """The state machine of one agent conversation (SPEC §0; seeds 001, 002, 003).
+    """The state machine of one agent conversation (spec §0; seeds 001, 002, 003).
 
     Parameters
     ----------
@@ -337,16 +342,18 @@ class Session:
         elif isinstance(text_config, str):
             text_config = TextConfig(text_config)
         elif not isinstance(text_config, TextConfig):
-            raise TypeError(f"text_config must be a TextConfig, a profile name or None, "
-                            f"not {type(text_config).__name__}")
+            raise TypeError(
+                f"text_config must be a TextConfig, a profile name or None, not {type(text_config).__name__}"
+            )
         if config is None:
             config = SessionConfig()
         elif not isinstance(config, SessionConfig):
             raise TypeError(f"config must be a SessionConfig or None, not {type(config).__name__}")
         if guard is None:
             if guard_config is not None and not isinstance(guard_config, (ToolGuardConfig, Mapping)):
-                raise TypeError(f"guard_config must be a ToolGuardConfig, a mapping or None, "
-                                f"not {type(guard_config).__name__}")
+                raise TypeError(
+                    f"guard_config must be a ToolGuardConfig, a mapping or None, not {type(guard_config).__name__}"
+                )
             guard = ToolGuard(guard_config, clock=time.monotonic if clock is None else clock)
         elif not isinstance(guard, ToolGuard):
             raise TypeError(f"guard must be a ToolGuard or None, not {type(guard).__name__}")
@@ -437,7 +444,7 @@ class Session:
     # ---------------------------------------------------------------- turns
 
     def start_turn(self) -> None:
-        """A new user message: a new turn (SPEC §0).
+        """A new user message: a new turn (spec §0).
 
         An open attempt is ended first (as :meth:`end_attempt`); an open turn
         is abandoned without a ⑤ judgement.  The guard's state (D1 counts,
@@ -489,13 +496,14 @@ class Session:
     def _implicit_end(self, by: str) -> None:
         verdict = self.end_attempt()
         if verdict.kind is not None:
-            logger.info("session %r: %s ended the open attempt implicitly: %s %s",
-                        self._sid, by, verdict.action, verdict.kind)
+            logger.info(
+                "session %r: %s ended the open attempt implicitly: %s %s", self._sid, by, verdict.action, verdict.kind
+            )
 
     # ----------------------------------------------------------------- text
 
     def feed(self, delta: str, channel: str = "text") -> Verdict:
-        """Stream a delta of the current attempt's ``channel`` (SPEC §2, §2.6, §3).
+        """Stream a delta of the current attempt's ``channel`` (spec §2, §2.6, §3).
 
         Parameters
         ----------
@@ -570,8 +578,13 @@ class Session:
         self._kept += n
 
     def _overflow_now(self, what: str) -> None:
-        logger.info("session %r: attempt %d/%d exceeds the D1' bound (%s); not a replay candidate",
-                    self._sid, self._turn, self._attempt, what)
+        logger.info(
+            "session %r: attempt %d/%d exceeds the D1' bound (%s); not a replay candidate",
+            self._sid,
+            self._turn,
+            self._attempt,
+            what,
+        )
         self._chunks = {"reasoning": [], "text": []}
         self._calls = []
         self._kept = 0
@@ -580,50 +593,94 @@ class Session:
     def _judge(self, detector: TextLoopDetector, channel: str, found: list[Detection]) -> Verdict:
         if not detector.action_required(channel):
             weak = detector.weak_episode(channel)
-            if weak is not None and weak is not self._noticed.get(channel) \
-                    and detector.weak_checkpoints(channel) >= self.config.text_notice_checkpoints:
+            if (
+                weak is not None
+                and weak is not self._noticed.get(channel)
+                and detector.weak_checkpoints(channel) >= self.config.text_notice_checkpoints
+            ):
                 self._noticed[channel] = weak  # one notice per weak episode
                 return self._notice(weak, channel)
             if not found:
                 return _ALLOW
             return Verdict("allow", "text_loop", detection=found[-1])
-        candidates = [d for d in found if d.channel == channel] or [
-            d for d in self._detections if d.channel == channel
-        ]
-        acting = next((d for d in candidates if d.kind in _RESCUE_KINDS and d.strong),
-                      candidates[-1] if candidates else None)
+        candidates = [d for d in found if d.channel == channel] or [d for d in self._detections if d.channel == channel]
+        acting = next(
+            (d for d in candidates if d.kind in _RESCUE_KINDS and d.strong), candidates[-1] if candidates else None
+        )
         return self._stop(acting, channel)
 
     def _notice(self, detection: Detection, channel: str) -> Verdict:
-        """A weak detection (SPEC §2.7): go on, tell the model; a strong one of the same loop cuts."""
+        """A weak detection (spec §2.7): go on, tell the model; a strong one of the same loop cuts."""
         lang = messages.pick_language(self._guard.config.language, self._samples.get(channel, ""))
         en, zh = _CHANNEL_NAMES[channel]
-        reason = messages.render("text_loop_notice", lang, channel=en, channel_zh=zh, kind=detection.kind,
-                                 position=detection.position, cut=detection.cut)
-        logger.info("session %r: possible text loop (%s, weak) on %s at %d (turn %d, attempt %d)", self._sid,
-                    detection.kind, channel, detection.position, self._turn, self._attempt)
-        return Verdict("notice", "text_loop", reason, detection,
-                       evidence={"channel": channel, "position": detection.position, "cut": detection.cut,
-                                 "strength": detection.strength})
+        reason = messages.render(
+            "text_loop_notice",
+            lang,
+            channel=en,
+            channel_zh=zh,
+            kind=detection.kind,
+            position=detection.position,
+            cut=detection.cut,
+        )
+        logger.info(
+            "session %r: possible text loop (%s, weak) on %s at %d (turn %d, attempt %d)",
+            self._sid,
+            detection.kind,
+            channel,
+            detection.position,
+            self._turn,
+            self._attempt,
+        )
+        return Verdict(
+            "notice",
+            "text_loop",
+            reason,
+            detection,
+            evidence={
+                "channel": channel,
+                "position": detection.position,
+                "cut": detection.cut,
+                "strength": detection.strength,
+            },
+        )
 
     def _stop(self, detection: Detection | None, channel: str) -> Verdict:
         lang = messages.pick_language(self._guard.config.language, self._samples.get(channel, ""))
         en, zh = _CHANNEL_NAMES[channel]
         position = detection.position if detection is not None else self._detectors[channel].length(channel)
         cut = detection.cut if detection is not None else position
-        reason = messages.render("text_loop", lang, channel=en, channel_zh=zh,
-                                 kind=detection.kind if detection is not None else "text",
-                                 position=position, cut=cut)
+        reason = messages.render(
+            "text_loop",
+            lang,
+            channel=en,
+            channel_zh=zh,
+            kind=detection.kind if detection is not None else "text",
+            position=position,
+            cut=cut,
+        )
         evidence: dict[str, Any] = {"channel": channel, "position": position, "cut": cut}
-        logger.warning("session %r: text loop (%s) on %s at %d, cut at %d (turn %d, attempt %d)", self._sid,
-                       detection.kind if detection is not None else "?", channel, position, cut,
-                       self._turn, self._attempt)
+        logger.warning(
+            "session %r: text loop (%s) on %s at %d, cut at %d (turn %d, attempt %d)",
+            self._sid,
+            detection.kind if detection is not None else "?",
+            channel,
+            position,
+            cut,
+            self._turn,
+            self._attempt,
+        )
         verdict = Verdict("cut", "text_loop", reason, detection, evidence=evidence)
         if self.config.text_strikes:
             strike = self._guard.strike(self._sid, "text_loop")
             if strike is not None and strike.action == "cancel":
-                verdict = Verdict("cancel", strike.kind, reason + "\n" + strike.text, detection, (strike,),
-                                  evidence={**evidence, **strike.evidence})
+                verdict = Verdict(
+                    "cancel",
+                    strike.kind,
+                    reason + "\n" + strike.text,
+                    detection,
+                    (strike,),
+                    evidence={**evidence, **strike.evidence},
+                )
         self._stopped = verdict
         return verdict
 
@@ -664,11 +721,15 @@ class Session:
                     self._stopped = verdict
         if self._overflow:
             replay = self._guard.observe_attempt(
-                self._sid, reasoning=f"\x00loopguard: unbounded attempt {next(_SERIAL)}")
+                self._sid, reasoning=f"\x00loopguard: unbounded attempt {next(_SERIAL)}"
+            )
         else:
             replay = self._guard.observe_attempt(
-                self._sid, reasoning="".join(self._chunks["reasoning"]), text="".join(self._chunks["text"]),
-                tool_calls=self._calls)
+                self._sid,
+                reasoning="".join(self._chunks["reasoning"]),
+                text="".join(self._chunks["text"]),
+                tool_calls=self._calls,
+            )
         nudge = self._stall_nudge()
         self._clear_buffers()
         self._guard.note_progress(self._sid)
@@ -693,16 +754,32 @@ class Session:
         if self._stall_streak != cfg.stall_calls:
             return None  # one nudge per run of reasoning-only attempts
         if self._nudges >= cfg.stall_nudge_max:
-            logger.warning("session %r: %d reasoning-only attempts in a row; nudge cap %d reached",
-                           self._sid, self._stall_streak, cfg.stall_nudge_max)
+            logger.warning(
+                "session %r: %d reasoning-only attempts in a row; nudge cap %d reached",
+                self._sid,
+                self._stall_streak,
+                cfg.stall_nudge_max,
+            )
             return None
         self._nudges += 1
         lang = messages.pick_language(self._guard.config.language, self._samples.get("reasoning", ""))
-        logger.warning("session %r: %d reasoning-only attempts in a row: nudge %d of %d", self._sid,
-                       self._stall_streak, self._nudges, cfg.stall_nudge_max)
-        return Verdict("notice", "stall_nudge", messages.render("stall_nudge", lang, count=self._stall_streak),
-                       evidence={"attempts": self._stall_streak, "nudges": self._nudges,
-                                 "reasoning_chars": self._attempt_reasoning})
+        logger.warning(
+            "session %r: %d reasoning-only attempts in a row: nudge %d of %d",
+            self._sid,
+            self._stall_streak,
+            self._nudges,
+            cfg.stall_nudge_max,
+        )
+        return Verdict(
+            "notice",
+            "stall_nudge",
+            messages.render("stall_nudge", lang, count=self._stall_streak),
+            evidence={
+                "attempts": self._stall_streak,
+                "nudges": self._nudges,
+                "reasoning_chars": self._attempt_reasoning,
+            },
+        )
 
     # ---------------------------------------------------------- rescue state
 
@@ -786,11 +863,13 @@ class Session:
         decision = self._guard.before_call(self._sid, tool, args, call_id=call_id)
         if self._attempt_open and (tool, args) not in self._calls:
             self.note_tool_call(tool, args)
-        return Verdict(decision.action, decision.kind, decision.reason, decision=decision,
-                       evidence=dict(decision.evidence))
+        return Verdict(
+            decision.action, decision.kind, decision.reason, decision=decision, evidence=dict(decision.evidence)
+        )
 
-    def tool_result(self, tool: str, args: Any, result: Any, *, error: bool = False,
-                    call_id: Hashable | None = None) -> Verdict:
+    def tool_result(
+        self, tool: str, args: Any, result: Any, *, error: bool = False, call_id: Hashable | None = None
+    ) -> Verdict:
         """A tool's result (:meth:`ToolGuard.after_call`).
 
         Parameters
@@ -826,8 +905,9 @@ class Session:
         cancels = [i for i in out if i.action == "cancel"]
         action: Action = "cancel" if cancels else "notice"
         head = cancels[0] if cancels else out[0]
-        return Verdict(action, head.kind, "\n".join(i.text for i in out), interventions=out,
-                       evidence=dict(head.evidence))
+        return Verdict(
+            action, head.kind, "\n".join(i.text for i in out), interventions=out, evidence=dict(head.evidence)
+        )
 
     # ------------------------------------------------------ ② stall, ⑤ turns
 
@@ -854,7 +934,7 @@ class Session:
         return Verdict(found.action, found.kind, found.text, interventions=(found,), evidence=dict(found.evidence))
 
     def end_turn(self) -> Verdict:
-        """The turn ended with the agent's final answer: ⑤ empty turn (seed 002, SPEC §3).
+        """The turn ended with the agent's final answer: ⑤ empty turn (seed 002, spec §3).
 
         The turn is empty when its attempts streamed reasoning (at least one
         code point) and no answer text with a non-whitespace character; tool
@@ -895,20 +975,40 @@ class Session:
         self._empty_streak += 1
         count = self._empty_streak
         if count < self.config.empty_turn_limit:
-            logger.info("session %r: empty turn %d (%d in a row, limit %d)", self._sid, self._turn, count,
-                        self.config.empty_turn_limit)
+            logger.info(
+                "session %r: empty turn %d (%d in a row, limit %d)",
+                self._sid,
+                self._turn,
+                count,
+                self.config.empty_turn_limit,
+            )
             return _ALLOW
         cfg = self.config
         if cfg.empty_turn_action == "steer" and self._steers < cfg.empty_turn_steer_max:
             self._steers += 1
             lang = messages.pick_language(self._guard.config.language, self._samples.get("reasoning", ""))
-            logger.warning("session %r: empty turn %d (%d in a row): steer %d of %d", self._sid, self._turn,
-                           count, self._steers, cfg.empty_turn_steer_max)
-            return Verdict("notice", "empty_turn", messages.render("empty_turn", lang, count=count),
-                           evidence={"count": count, "steers": self._steers})
+            logger.warning(
+                "session %r: empty turn %d (%d in a row): steer %d of %d",
+                self._sid,
+                self._turn,
+                count,
+                self._steers,
+                cfg.empty_turn_steer_max,
+            )
+            return Verdict(
+                "notice",
+                "empty_turn",
+                messages.render("empty_turn", lang, count=count),
+                evidence={"count": count, "steers": self._steers},
+            )
         if cfg.empty_turn_action == "steer":
-            logger.warning("session %r: empty turn %d (%d in a row): steer cap %d reached, logged only",
-                           self._sid, self._turn, count, cfg.empty_turn_steer_max)
+            logger.warning(
+                "session %r: empty turn %d (%d in a row): steer cap %d reached, logged only",
+                self._sid,
+                self._turn,
+                count,
+                cfg.empty_turn_steer_max,
+            )
         else:
             logger.warning("session %r: empty turn %d (%d in a row)", self._sid, self._turn, count)
         return Verdict("allow", "empty_turn", evidence={"count": count, "steers": self._steers})
@@ -928,8 +1028,12 @@ class Session:
         self._alive()
         if not isinstance(reason, str):
             raise TypeError(f"reason must be a str, not {type(reason).__name__}")
-        logger.info("session %r: turn %d cancelled by the host%s", self._sid, self._turn,
-                    f": {redact_secrets(reason)[:200]}" if reason else "")
+        logger.info(
+            "session %r: turn %d cancelled by the host%s",
+            self._sid,
+            self._turn,
+            f": {redact_secrets(reason)[:200]}" if reason else "",
+        )
         self._guard.cancel_pending(self._sid)  # pending calls will never report: ② uses stall_minutes again
         self._attempt_open = False
         self._detectors = {}

@@ -1,4 +1,4 @@
-"""Shell commands of tool calls, parsed with :mod:`shlex` (issue 15; SPEC §5.2 D5).
+"""Shell commands of tool calls, parsed with :mod:`shlex` (issue 15; spec §5.2 D5).
 
 Many agents run one generic tool (``bash``, ``shell``, ``run_command``) whose
 argument is a command line, and some logs name the tool after the command's
@@ -45,17 +45,79 @@ COMMAND_FIELDS: tuple[str, ...] = ("command", "cmd", "script", "commands")
 
 #: Commands that change the world whatever their operands (their first word).
 DEFAULT_STATE_COMMANDS: tuple[str, ...] = (
-    "cp", "mv", "rm", "rmdir", "mkdir", "touch", "ln", "chmod", "chown", "tee", "patch",
-    "truncate", "dd", "install", "unzip", "cd", "pushd", "popd", "create", "edit",
-    "apply_patch", "str_replace_editor", "insert", "open",
+    "cp",
+    "mv",
+    "rm",
+    "rmdir",
+    "mkdir",
+    "touch",
+    "ln",
+    "chmod",
+    "chown",
+    "tee",
+    "patch",
+    "truncate",
+    "dd",
+    "install",
+    "unzip",
+    "cd",
+    "pushd",
+    "popd",
+    "create",
+    "edit",
+    "apply_patch",
+    "str_replace_editor",
+    "insert",
+    "open",
 )
 #: Subcommands that change the world, per command (``git checkout``, ``pip install``).
 _SUBCOMMANDS: dict[str, frozenset[str]] = {
-    "git": frozenset({"checkout", "switch", "restore", "reset", "apply", "am", "commit", "merge", "rebase",
-                      "cherry-pick", "stash", "pull", "clone", "init", "add", "rm", "mv", "revert", "clean"}),
-    **{tool: frozenset({"install", "uninstall", "add", "remove", "update", "upgrade", "sync", "develop"})
-       for tool in ("pip", "pip3", "uv", "poetry", "conda", "mamba", "npm", "yarn", "pnpm", "apt", "apt-get",
-                    "brew", "gem", "cargo", "go", "dnf", "yum", "apk")},
+    "git": frozenset(
+        {
+            "checkout",
+            "switch",
+            "restore",
+            "reset",
+            "apply",
+            "am",
+            "commit",
+            "merge",
+            "rebase",
+            "cherry-pick",
+            "stash",
+            "pull",
+            "clone",
+            "init",
+            "add",
+            "rm",
+            "mv",
+            "revert",
+            "clean",
+        }
+    ),
+    **{
+        tool: frozenset({"install", "uninstall", "add", "remove", "update", "upgrade", "sync", "develop"})
+        for tool in (
+            "pip",
+            "pip3",
+            "uv",
+            "poetry",
+            "conda",
+            "mamba",
+            "npm",
+            "yarn",
+            "pnpm",
+            "apt",
+            "apt-get",
+            "brew",
+            "gem",
+            "cargo",
+            "go",
+            "dnf",
+            "yum",
+            "apk",
+        )
+    },
 }
 #: Flags that make a command edit files in place.
 _IN_PLACE = {"sed": ("-i", "--in-place"), "perl": ("-i", "-pi"), "ruby": ("-i",)}
@@ -77,9 +139,36 @@ _SEARCHES: dict[str, tuple[str, ...]] = {
 _ROOT_PATHS = frozenset({"", ".", "*", "./*", ".*"})
 _MACHINE_PATHS = frozenset({"/", "", "/*", "~", "~/", "$HOME", "${HOME}", "~/*"})
 #: Options of the searches that take a value (the value is not a path or pattern).
-_VALUED = frozenset({"-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--include", "--exclude", "--exclude-dir",
-                     "-g", "--glob", "-t", "--type", "-T", "--type-not", "--max-count", "--context",
-                     "--after-context", "--before-context", "--regexp", "--file", "-M", "-j", "--threads"})
+_VALUED = frozenset(
+    {
+        "-e",
+        "-f",
+        "-m",
+        "-A",
+        "-B",
+        "-C",
+        "-d",
+        "-D",
+        "--include",
+        "--exclude",
+        "--exclude-dir",
+        "-g",
+        "--glob",
+        "-t",
+        "--type",
+        "-T",
+        "--type-not",
+        "--max-count",
+        "--context",
+        "--after-context",
+        "--before-context",
+        "--regexp",
+        "--file",
+        "-M",
+        "-j",
+        "--threads",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -191,8 +280,11 @@ def _simple(words: list[str], writes: list[str]) -> SimpleCommand:
     while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in _WRAPPERS or words[i] == "timeout"):
         wrapper = words[i]
         i += 1
-        while i < len(words) and (words[i].startswith("-") or (wrapper == "env" and _ASSIGNMENT.match(words[i]))
-                                  or (wrapper == "timeout" and words[i][:1].isdigit())):
+        while i < len(words) and (
+            words[i].startswith("-")
+            or (wrapper == "env" and _ASSIGNMENT.match(words[i]))
+            or (wrapper == "timeout" and words[i][:1].isdigit())
+        ):
             i += 1
     return SimpleCommand(tuple(words[i:]), tuple(writes))
 
@@ -254,9 +346,11 @@ def search_scope(commands: Iterable[SimpleCommand]) -> str | None:
             name, words = "git grep", words[1:]
         elif name in _SEARCHES:
             flags = _SEARCHES[name]
-            if flags and not any(w in flags or (w.startswith("-") and not w.startswith("--")
-                                                and any(f[1] in w[1:] for f in flags if len(f) == 2))
-                                 for w in words[1:]):
+            if flags and not any(
+                w in flags
+                or (w.startswith("-") and not w.startswith("--") and any(f[1] in w[1:] for f in flags if len(f) == 2))
+                for w in words[1:]
+            ):
                 continue  # not recursive: it reads the files it names (or its input)
         else:
             continue

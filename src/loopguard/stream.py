@@ -1,4 +1,4 @@
-"""StreamGuard: cut, prune and rescue one model stream (SPEC §2.6, §3; seed 003).
+"""StreamGuard: cut, prune and rescue one model stream (spec §2.6, §3; seed 003).
 
 A :class:`StreamGuard` watches one attempt (one model request) of a
 :class:`~loopguard.Session`.  Host adapters (:mod:`loopguard.integrations`)
@@ -20,7 +20,7 @@ Policy (``StreamConfig``; seed 003 keys):
 
 * ``mode="observe"`` — detections are recorded, nothing is ever stopped or
   altered; ``mode="cut"`` — the stream is stopped at the checkpoint that
-  calls for action (SPEC §2.6: C/P at their first hit, E/L/S at the
+  calls for action (spec §2.6: C/P at their first hit, E/L/S at the
   ``fuse_hits_before_action``-th) and the loop pruned from the outcome;
   ``mode="rescue"`` (default) — the same, and the outcome says the host
   should resume (:func:`loopguard.integrations.openai.resume_messages`).
@@ -90,7 +90,7 @@ class Action(enum.Enum):
 
 @dataclass(frozen=True)
 class StreamConfig:
-    """Stream policy keys of seed 003 (SPEC §3), validated at construction.
+    """Stream policy keys of seed 003 (spec §3), validated at construction.
 
     Parameters
     ----------
@@ -171,8 +171,9 @@ class StreamConfig:
             if name not in known:
                 raise ConfigError(str(key), value, "a known key (see StreamConfig's docstring)", owner="StreamConfig")
             if name in values:
-                raise ConfigError(str(key), value, "given once (it is given twice, in two spellings)",
-                                  owner="StreamConfig")
+                raise ConfigError(
+                    str(key), value, "given once (it is given twice, in two spellings)", owner="StreamConfig"
+                )
             values[name] = value
         return cls(**values)
 
@@ -274,7 +275,7 @@ class StreamOutcome:
         ``stall_nudge`` (``notice``: add ``notice.reason`` to the
         conversation before the next request), ``replay`` (informational:
         D1' replay mode is on); else, when nothing stopped the stream, the
-        first ``text_loop`` notice (a weak detection, SPEC §2.7: the text may
+        first ``text_loop`` notice (a weak detection, spec §2.7: the text may
         be starting to repeat; nothing was cut).
     mode : str
         The mode the stream ran in.
@@ -351,7 +352,7 @@ class _Call:
 
 
 class StreamGuard:
-    """One attempt's stream under a :class:`Session` (SPEC §2.6, §3; seed 003).
+    """One attempt's stream under a :class:`Session` (spec §2.6, §3; seed 003).
 
     Parameters
     ----------
@@ -396,13 +397,16 @@ class StreamGuard:
         self._orphan = False  # another stream started on the session: record only
         previous = session._live_stream
         if previous is not None and previous._outcome is None:
-            logger.warning("a new stream started on session %r while another is live: the older one is no "
-                           "longer watched (use one Session per concurrent stream)", session.session_id)
+            logger.warning(
+                "a new stream started on session %r while another is live: the older one is no "
+                "longer watched (use one Session per concurrent stream)",
+                session.session_id,
+            )
             previous._orphan = True
         session._live_stream = self
         try:
             session.start_attempt()
-        except Exception as exc:  # noqa: BLE001 - e.g. another thread feeding the session's detectors
+        except Exception as exc:
             self._broken = f"{type(exc).__name__}: {exc}"[:200]
             logger.error("loopguard could not start the attempt; this stream is not watched", exc_info=True)
 
@@ -416,10 +420,11 @@ class StreamGuard:
         try:
             action: Action = fn(*args)
             return action
-        except Exception as exc:  # noqa: BLE001 - the host's stream must go on
+        except Exception as exc:
             self._broken = f"{type(exc).__name__}: {exc}"[:200]
-            logger.error("loopguard stream guard disabled for the rest of this stream: %s", type(exc).__name__,
-                         exc_info=True)
+            logger.error(
+                "loopguard stream guard disabled for the rest of this stream: %s", type(exc).__name__, exc_info=True
+            )
             return Action.CONTINUE
 
     def _open_calls(self) -> bool:
@@ -578,10 +583,16 @@ class StreamGuard:
 
     def _snapshot(self) -> StreamOutcome:
         verdict = self._verdict
-        return StreamOutcome(kept_reasoning="".join(self._texts["reasoning"]), kept_text="".join(self._texts["text"]),
-                             tool_calls=self._complete_calls(), mode=self.config.mode, verdict=verdict,
-                             detection=verdict.detection if verdict is not None else None,
-                             finish_reason=self._finish_reason, guard_error=self._broken)
+        return StreamOutcome(
+            kept_reasoning="".join(self._texts["reasoning"]),
+            kept_text="".join(self._texts["text"]),
+            tool_calls=self._complete_calls(),
+            mode=self.config.mode,
+            verdict=verdict,
+            detection=verdict.detection if verdict is not None else None,
+            finish_reason=self._finish_reason,
+            guard_error=self._broken,
+        )
 
     def _complete_calls(self) -> tuple[StreamToolCall, ...]:
         return tuple(
@@ -593,7 +604,7 @@ class StreamGuard:
     def _build(self, finish_reason: str | None, error: BaseException | None) -> StreamOutcome:
         try:
             return self._build_unsafe(finish_reason, error)
-        except Exception as exc:  # noqa: BLE001 - never raise into the host from the guard
+        except Exception as exc:
             logger.error("loopguard could not build the stream outcome: %s", type(exc).__name__, exc_info=True)
             base = self._snapshot()
             return replace(base, guard_error=f"{type(exc).__name__}: {exc}"[:200], upstream_error=error)
@@ -623,13 +634,25 @@ class StreamGuard:
         if notice is None and verdict is None:
             notice = self._text_notice
         calls = self._complete_calls()
-        base = dict(tool_calls=calls, finish_reason=finish_reason, upstream_error=error,
-                    guard_error=self._broken, mode=cfg.mode, verdict=verdict, detection=detection, notice=notice)
+        base = dict(
+            tool_calls=calls,
+            finish_reason=finish_reason,
+            upstream_error=error,
+            guard_error=self._broken,
+            mode=cfg.mode,
+            verdict=verdict,
+            detection=detection,
+            notice=notice,
+        )
         if not prune or verdict is None or detection is None:
             if error is None and watched and not self._stopped:
                 session._record_completion()
-            return StreamOutcome(kept_reasoning=texts["reasoning"], kept_text=texts["text"],
-                                 rescues=session.consecutive_rescues, **base)  # type: ignore[arg-type]
+            return StreamOutcome(
+                kept_reasoning=texts["reasoning"],
+                kept_text=texts["text"],
+                rescues=session.consecutive_rescues,
+                **base,  # type: ignore[arg-type]
+            )
         channel = detection.channel
         original = texts[channel]
         cut = max(0, min(detection.cut, len(original)))
@@ -638,8 +661,9 @@ class StreamGuard:
         marker = ""
         if cfg.marker and removed:
             lang = messages.pick_language(cfg.language, kept or original)
-            marker = messages.render("marker_reasoning" if channel == "reasoning" else "marker_text", lang,
-                                     count=removed)
+            marker = messages.render(
+                "marker_reasoning" if channel == "reasoning" else "marker_text", lang, count=removed
+            )
             if kept and not kept.endswith("\n"):
                 marker = "\n" + marker
         texts[channel] = kept + marker
@@ -656,8 +680,24 @@ class StreamGuard:
             session._record_rescue(cfg.retry_requests)
         elif not stopped and error is None and watched:
             session._record_completion()
-        logger.warning("stream cut: %s loop on %s at %d, %d chars pruned%s", detection.kind, channel, detection.position,
-                       removed, " (resume)" if resume else "")
-        return StreamOutcome(cut=cut, channel=channel, kept_reasoning=texts["reasoning"], kept_text=texts["text"],
-                             stopped=stopped, should_resume=resume, cancelled=cancelled, removed=removed, marker=marker,
-                             rescues=session.consecutive_rescues, **base)  # type: ignore[arg-type]
+        logger.warning(
+            "stream cut: %s loop on %s at %d, %d chars pruned%s",
+            detection.kind,
+            channel,
+            detection.position,
+            removed,
+            " (resume)" if resume else "",
+        )
+        return StreamOutcome(
+            cut=cut,
+            channel=channel,
+            kept_reasoning=texts["reasoning"],
+            kept_text=texts["text"],
+            stopped=stopped,
+            should_resume=resume,
+            cancelled=cancelled,
+            removed=removed,
+            marker=marker,
+            rescues=session.consecutive_rescues,
+            **base,  # type: ignore[arg-type]
+        )

@@ -1,4 +1,4 @@
-"""Streaming text loop detection: ``TextLoopDetector``, ``Detection``, ``scan_text`` (SPEC §2, §8)."""
+"""Streaming text loop detection: ``TextLoopDetector``, ``Detection``, ``scan_text`` (spec §2, §8)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from .config import TextConfig
 
 __all__ = ["CHANNELS", "STRENGTHS", "Detection", "TextLoopDetector", "scan_text", "scan_tokens"]
 
-#: The two channels of an attempt (SPEC §0).
+#: The two channels of an attempt (spec §0).
 CHANNELS = ("reasoning", "text")
-#: How strong a detection's evidence is (SPEC §2.7): ``"strong"`` is acted on (a cut),
+#: How strong a detection's evidence is (spec §2.7): ``"strong"`` is acted on (a cut),
 #: ``"weak"`` is a notice until a strong detection of the same loop confirms it.
 STRENGTHS = ("strong", "weak")
 _FUSE_KINDS = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
@@ -24,7 +24,7 @@ _TEXT_SHAPED = frozenset({"pool", "salad"})
 
 @dataclass(frozen=True)
 class Detection:
-    """A record that a text detector fired (SPEC §0, §2).
+    """A record that a text detector fired (spec §0, §2).
 
     Attributes
     ----------
@@ -52,7 +52,7 @@ class Detection:
         strong but ``near_cycle``, which is strong once a whole copy of its
         window equals the one before it (the copies stopped changing: up to
         ``NEAR_WHOLE_CAP`` = 300 code points of it) at two checkpoints in a row;
-        a weak N episode that turns strong is reported again (SPEC §2.7).
+        a weak N episode that turns strong is reported again (spec §2.7).
     """
 
     kind: str
@@ -114,6 +114,7 @@ class _FeedPath:
         return self._feed(delta, channel)
 
     if TYPE_CHECKING:  # TextLoopDetector's
+
         def _wrap(self, channel: str, raw: list[tuple[str, int, int, int, dict[str, Any]]]) -> list[Detection]: ...
 
         def _feed(self, delta: str, channel: str) -> list[Detection]: ...
@@ -146,7 +147,7 @@ class TextLoopDetector(_Base):
 
     Notes
     -----
-    Memory is bounded per channel by the config (SPEC §1); nothing of the
+    Memory is bounded per channel by the config (spec §1); nothing of the
     caller's text is kept beyond the detectors' windows.  Not thread-safe:
     use one detector per stream.
 
@@ -290,7 +291,7 @@ class TextLoopDetector(_Base):
         return stream.hits if stream is not None else dict.fromkeys(loopcore.KINDS, 0)
 
     def action_required(self, channel: str | None = None) -> bool:
-        """Whether the detections call for action (SPEC §2.6).
+        """Whether the detections call for action (spec §2.6).
 
         C/P (the 003 "rescue" family) and T (salad: of symbols or of a few words) call for action
         at their first hit; N (near_cycle) once one of its detections is strong (its
@@ -350,7 +351,7 @@ class TextLoopDetector(_Base):
 
 
 def scan_text(text: str, channel: str = "text", config: TextConfig | str | None = None) -> list[Detection]:
-    """Detect loops in a complete text, as if it had been streamed (SPEC §8).
+    """Detect loops in a complete text, as if it had been streamed (spec §8).
 
     Parameters
     ----------
@@ -379,8 +380,9 @@ def scan_text(text: str, channel: str = "text", config: TextConfig | str | None 
     return detector.feed(text, channel) + detector.finish()
 
 
-def scan_tokens(ids: Any, config: TextConfig | str | None = "tokens", *,
-                channel: str = "text") -> list[Detection] | list[list[Detection]]:
+def scan_tokens(
+    ids: Any, config: TextConfig | str | None = "tokens", *, channel: str = "text"
+) -> list[Detection] | list[list[Detection]]:
     """Detect loops in complete sequences of token ids, as if they had been streamed.
 
     Parameters
@@ -454,7 +456,7 @@ def _rows(ids: Any) -> list[Any] | None:
         return [[] for _ in range(rows)]
     width = cols * view.itemsize
     flat = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
-    return [cast_items(flat[r * width:(r + 1) * width], code) for r in range(rows)]
+    return [cast_items(flat[r * width : (r + 1) * width], code) for r in range(rows)]
 
 
 def _scan_one(ids: Any, config: TextConfig, channel: str) -> list[Detection]:

@@ -1,4 +1,4 @@
-"""Runs of consecutive identical tool calls, for the offline scanner (SPEC §4, §5.1, §6).
+"""Runs of consecutive identical tool calls, for the offline scanner (spec §4, §5.1, §6).
 
 Two calls are identical when their :func:`call_hash` is equal (same tool,
 same arguments).  A run of two or more is a *finding*; a run of
@@ -25,14 +25,22 @@ if TYPE_CHECKING:
     from .guard import ToolGuardConfig
     from .logs.session import Conversation
 
-__all__ = ["DEFAULT_MAX_REPEATS", "GuardFinding", "ToolRun", "call_hash", "find_runs", "guard_conversation", "hash_prefix"]
+__all__ = [
+    "DEFAULT_MAX_REPEATS",
+    "GuardFinding",
+    "ToolRun",
+    "call_hash",
+    "find_runs",
+    "guard_conversation",
+    "hash_prefix",
+]
 
 #: A run of this many identical calls is a loop (the seed brake's ``max_repeats``).
 DEFAULT_MAX_REPEATS = 3
 
 
 def call_hash(tool: str, args: Any) -> str:
-    """The identity of a tool call: :func:`loopguard.identity.call_hash` (SPEC §4).
+    """The identity of a tool call: :func:`loopguard.identity.call_hash` (spec §4).
 
     Logs may hold values canonical JSON refuses (``NaN``/``Infinity`` tokens,
     huge numbers); such a call is hashed over Python's sorted-key JSON instead,
@@ -185,7 +193,7 @@ def find_runs(
 
 @dataclass(frozen=True)
 class GuardFinding:
-    """What :class:`loopguard.ToolGuard` decided about one logged call (SPEC §5.2, §6).
+    """What :class:`loopguard.ToolGuard` decided about one logged call (spec §5.2, §6).
 
     Attributes
     ----------
@@ -286,11 +294,24 @@ def guard_conversation(conversation: Conversation, config: ToolGuardConfig | Non
             digest = call_hash(c.name, c.args)
             decision = guard.before_call("log", c.name, c.args)
             if decision.action != "allow" and decision.kind is not None:
-                found.append(GuardFinding(index, c.name, decision.action, decision.kind, decision.rule, digest,
-                                          dict(c.where), dict(decision.evidence)))
+                found.append(
+                    GuardFinding(
+                        index,
+                        c.name,
+                        decision.action,
+                        decision.kind,
+                        decision.rule,
+                        digest,
+                        dict(c.where),
+                        dict(decision.evidence),
+                    )
+                )
             if decision.allowed and c.result is not None:
                 for iv in guard.after_call("log", c.name, c.args, c.result, error=bool(c.error)):
-                    found.append(GuardFinding(index, c.name, iv.action, iv.kind, iv.rule, digest, dict(c.where),
-                                              dict(iv.evidence)))
+                    found.append(
+                        GuardFinding(
+                            index, c.name, iv.action, iv.kind, iv.rule, digest, dict(c.where), dict(iv.evidence)
+                        )
+                    )
             index += 1
     return found

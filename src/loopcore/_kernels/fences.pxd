@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Fence masking (SPEC §2.6; ``fences.pyx``, ``loopcore._reference.fences``): fenced code
+"""Fence masking (spec §2.6; ``fences.pyx``, ``loopcore._reference.fences``): fenced code
 blocks are removed from what the detectors see, one original code point at a time.
 
 :func:`fence_step` returns what the owner must emit for the code point: nothing, the code

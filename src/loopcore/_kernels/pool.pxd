@@ -11,7 +11,7 @@ from loopcore._kernels.buffer cimport Buffer
 from loopcore._kernels.chars cimport cu_t, is_alnum, is_cjk_ideograph, is_space
 from loopcore._kernels.common cimport Arena, Event, Params, cp_t
 
-# line classes (SPEC §2.5); the undecided ones come before LC_NORMAL
+# line classes (spec §2.5); the undecided ones come before LC_NORMAL
 cdef enum:
     LC_START = 0
     LC_BULLET = 1
@@ -64,7 +64,7 @@ cdef inline const char* rec_at(const PoolState* st, Py_ssize_t slot) noexcept no
 
 
 cdef inline void sentence_step(PoolState* st, const Buffer* bf, cp_t c, int64_t at) noexcept nogil:
-    """Sentence segmentation and line classes (SPEC §2.5), one code point of t at offset ``at``."""
+    """Sentence segmentation and line classes (spec §2.5), one code point of t at offset ``at``."""
     cdef int lc = st.s_line
     # fast path: the line class is decided and no terminal is pending; an ASCII code point
     # other than the newline, or a CJK ideograph (most code points of most text).  Exactly

@@ -1,4 +1,4 @@
-"""Pure-Python reference of the loopguard text detectors (SPEC §2).
+"""Pure-Python reference of the loopguard text detectors (spec §2).
 
 This package is the specification written down as code, in the most literal way:
 it keeps the whole masked text ``t`` of the channel, and at every checkpoint it
@@ -14,7 +14,7 @@ Conventions shared with the compiled core
 * Positions are Unicode code points (Python ``str`` indices) into the
   *original* channel text of one attempt.
 * ``t`` is the text the detectors see: the original text with fenced code
-  blocks removed when ``skip_code_blocks`` is true (SPEC §2.6).
+  blocks removed when ``skip_code_blocks`` is true (spec §2.6).
 * Checkpoints happen whenever ``len(t)`` reaches a multiple of
   ``check_every``, and once more at :meth:`ChannelStream.finish` when the last
   length was not a checkpoint.
@@ -25,7 +25,7 @@ Modules
 * :mod:`.chars` -- character classes and shared definitions (``KINDS``, ``Found``, ...);
 * :mod:`.params` -- the parameters of a stream, one attribute each;
 * :mod:`.buffer` -- the masked text ``t`` and its map to original offsets;
-* :mod:`.fences` -- fence masking (SPEC §2.6);
+* :mod:`.fences` -- fence masking (spec §2.6);
 * :mod:`.records` -- machine record lines (N holds back on them);
 * one module per detector, each a class built from the stream's parameters and ``t``'s buffer,
   holding its own state across checkpoints, with ``check(t, final) -> Found | None`` (``final``:

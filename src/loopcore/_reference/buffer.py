@@ -1,4 +1,4 @@
-"""The masked text ``t`` of one stream and its map back to the original text (SPEC §2, §2.6).
+"""The masked text ``t`` of one stream and its map back to the original text (spec §2, §2.6).
 
 ``t`` is the text the detectors see: the channel's original text, one code point at a time,
 less what the fence masking (:mod:`.fences`) removes.  Each code point of ``t`` keeps its

@@ -27,7 +27,7 @@ WHITESPACE = frozenset(
     "\u2028\u2029\u202f\u205f\u3000"
 )
 
-# P's sentence ends (.pool, SPEC §2.5)
+# P's sentence ends (.pool, spec §2.5)
 _STRONG_END = "。！？"  # a sentence always ends after these
 _WEAK_END = ".!?…"  # ... only when the next character is whitespace
 

@@ -1,4 +1,4 @@
-"""C -- verbatim cycle (SPEC §2.4; seed 003 cycle).
+"""C -- verbatim cycle (spec §2.4; seed 003 cycle).
 
 For each suffix of the last ``cycle_scan_chars`` code points of ``t``, its smallest period
 (:func:`smallest_periods`).  C holds on the longest suffix of at least ``cycle_min_chars`` code
@@ -46,7 +46,7 @@ class Cycle:
     def check(self, t: str, final: bool) -> Found | None:
         n = len(t)
         span = min(n, self.params.cycle_scan_chars)
-        q = smallest_periods(t[n - span:])
+        q = smallest_periods(t[n - span :])
         for length in range(span, 0, -1):
             p = q[length]
             if (

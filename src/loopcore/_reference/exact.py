@@ -1,4 +1,4 @@
-"""E -- exact tail repeat (SPEC §2.1; seed 002 ①a): verbatim paragraph loops.
+"""E -- exact tail repeat (spec §2.1; seed 002 ①a): verbatim paragraph loops.
 
 At a checkpoint with ``n >= min_chars`` and ``window >= 40``, the tail ``t[n-window:n]`` is
 searched in the ``history`` code points before it, left to right, each occurrence counted
@@ -36,9 +36,9 @@ class ExactTail:
         n, w = len(t), self.params.window
         if n < self.params.min_chars or w < 40 or n < w:
             return None
-        tail = t[n - w:]
+        tail = t[n - w :]
         lo = max(0, n - w - self.params.history)
-        region = t[lo:n - w]
+        region = t[lo : n - w]
         found = []
         i = region.find(tail)
         while i != -1:

@@ -1,4 +1,4 @@
-"""Fence masking (SPEC §2.6): fenced code blocks are removed from what the detectors see.
+"""Fence masking (spec §2.6): fenced code blocks are removed from what the detectors see.
 
 On the text channel (``skip_code_blocks``) three or more backticks or tildes at the start of a
 line (after spaces or tabs only) open a fence: the rest of that line and every line up to

@@ -1,4 +1,4 @@
-"""L and S -- low diversity, at the tail and sliding (SPEC §2.2, §2.3; seed 002 ①b and ①b-2).
+"""L and S -- low diversity, at the tail and sliding (spec §2.2, §2.3; seed 002 ①b and ①b-2).
 
 A window of ``t`` holds when it has few distinct code points and one ``ngram``-gram recurs
 often in it (:func:`max_ngram`): chants, short-sentence rotations, noisy loops -- unless it is a
@@ -55,7 +55,7 @@ def art_run(w: str, max_alnum: float) -> bool:
 
 def max_ngram(w: str, k: int) -> int:
     """How often the most frequent ``k``-gram of ``w`` occurs (all positions, overlapping)."""
-    counts = Counter(w[i:i + k] for i in range(len(w) - k + 1))
+    counts = Counter(w[i : i + k] for i in range(len(w) - k + 1))
     return max(counts.values(), default=0)
 
 
@@ -102,7 +102,7 @@ class LowdivSliding:
 
     def _window_fires(self, t: str, end: int) -> tuple[bool, int, int]:
         if end not in self._windows:
-            w = t[end - self.params.slide_window:end]
+            w = t[end - self.params.slide_window : end]
             unique = len(set(w))
             top = max_ngram(w, self.params.ngram) if unique < self.params.slide_max_unique else 0
             fires = (

@@ -1,4 +1,4 @@
-"""N -- near-verbatim cycle (SPEC §2.7 ``default``; loopguard's own detector).
+"""N -- near-verbatim cycle (spec §2.7 ``default``; loopguard's own detector).
 
 Loops of real models are rarely verbatim: a counter changes, a word is swapped, punctuation
 drifts.  N finds the period from repeated k-grams (*anchors*, chosen by content:
@@ -51,10 +51,7 @@ def near_anchors(t: str, k: int, lo: int, n: int) -> list[int]:
     a k-gram (ties count, so a period-1 flood anchors everywhere)."""
     start = max(k - 1, lo)
     keys = {j: near_key(t, j, k) for j in range(max(k - 1, start - NEAR_WINNOW + 1), n)}
-    return [
-        i for i in range(start, n)
-        if all(keys[i] <= keys[j] for j in range(max(k - 1, i - NEAR_WINNOW + 1), i))
-    ]
+    return [i for i in range(start, n) if all(keys[i] <= keys[j] for j in range(max(k - 1, i - NEAR_WINNOW + 1), i))]
 
 
 #: N's right extension skips at most this many edited code points at a time.
@@ -94,8 +91,9 @@ NEAR_LONG_VOTE = 500
 NEAR_LONG_VOTE_GATE = 0.95
 
 
-def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int, c: int = 0,
-                run: list[int] | None = None) -> tuple[int, int]:
+def near_extend(
+    t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: int, c: int = 0, run: list[int] | None = None
+) -> tuple[int, int]:
     """Extend a copy of ``t`` at lag ``q`` rightwards from ``e`` (``t[x] == t[x - q]``)
     across small edits, up to ``n``; returns ``(end, gaps)``.
 
@@ -130,14 +128,21 @@ def near_extend(t: str, e: int, n: int, q: int, p: int, tol: int, k: int, link: 
         if run is not None:  # an exact piece ends here
             run[1] = max(run[1], e - run[0])
             run[2] = run[2] or e - run[0] >= max(min(c, NEAR_WHOLE_CAP), NEAR_WHOLE_MIN)
-        if t[e] in _DIGITS and t[e - c] in _DIGITS and not all(ch in _DIGITS for ch in t[e - c:e]):
+        if t[e] in _DIGITS and t[e - c] in _DIGITS and not all(ch in _DIGITS for ch in t[e - c : e]):
             return e, gaps  # a number that changes: an enumeration, not noise
         for g in range(NEAR_GAP + 1):
             a = e + g
             hit = next(
-                (L for L in (q, q + 1, q - 1, q + 2, q - 2, q + p, q + p + 1, q + p - 1, q + p + 2, q + p - 2)
-                 if (g > 0 or L != c) and (abs(L - p) <= tol or (abs(L - 2 * p) <= 2 * tol and L <= link))
-                 and L >= 1 and a + k <= n and a - L >= 0 and t[a:a + k] == t[a - L:a - L + k]),
+                (
+                    L
+                    for L in (q, q + 1, q - 1, q + 2, q - 2, q + p, q + p + 1, q + p - 1, q + p + 2, q + p - 2)
+                    if (g > 0 or L != c)
+                    and (abs(L - p) <= tol or (abs(L - 2 * p) <= 2 * tol and L <= link))
+                    and L >= 1
+                    and a + k <= n
+                    and a - L >= 0
+                    and t[a : a + k] == t[a - L : a - L + k]
+                ),
                 0,
             )
             if hit:
@@ -204,7 +209,7 @@ class NearCycle:
         self._near_whole_prev = False  # N held with a whole copy at the previous checkpoint
 
     def check(self, t: str, final: bool) -> Found | None:
-        """N -- a near-verbatim cycle: copies of a period p with small edits (SPEC §2.7 default).
+        """N -- a near-verbatim cycle: copies of a period p with small edits (spec §2.7 default).
 
         ``k = near_ngram``; the k-gram ending at ``i`` is ``t[i-k+1:i+1]``.  Only *anchor*
         k-grams are indexed (:func:`near_anchors`: about one position in
@@ -282,17 +287,21 @@ class NearCycle:
         lim = max_p + near_tolerance(max_p, div)
         link = lim + near_tolerance(lim, div)  # how far back an anchor is linked
         # + 2 link: a recurrence seed's source anchor and the occurrence before it
-        reach = (max(2 * lim, self.params.near_min_window, self.params.near_recurrence_window) + 2 * link
-                 + self.params.check_every + k)
+        reach = (
+            max(2 * lim, self.params.near_min_window, self.params.near_recurrence_window)
+            + 2 * link
+            + self.params.check_every
+            + k
+        )
         first = max(k - 1, n - reach)
         anchors = near_anchors(t, k, first, n)
         ends: dict[str, list[int]] = {}
         for i in anchors:
-            ends.setdefault(t[i - k + 1:i + 1], []).append(i)
+            ends.setdefault(t[i - k + 1 : i + 1], []).append(i)
 
         def before(i: int) -> list[int]:
             """Earlier anchors ending the k-gram that ends at anchor ``i``, nearest first."""
-            return [j for j in reversed(ends[t[i - k + 1:i + 1]]) if j < i]
+            return [j for j in reversed(ends[t[i - k + 1 : i + 1]]) if j < i]
 
         found: Found | None = None
         if 0 < self._near_hold <= lim:  # a loop N holds on: its window at the same period, first
@@ -306,7 +315,9 @@ class NearCycle:
                 self._near_pending = pending  # a loop still growing into its window: once more
             found = None if isinstance(window, str) else window
         if found is None:
-            found = self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(t, anchors, before, link)
+            found = self._near_periodic(t, anchors, before, lim, link) or self._near_recurrence(
+                t, anchors, before, link
+            )
         self._near_hold = found[2]["period"] if found else 0
         # strong: a whole copy equal to the one before it, at this checkpoint and the previous one
         whole = found is not None and found[2]["strong"]
@@ -361,7 +372,7 @@ class NearCycle:
                 if d >= self.params.near_min_period and d != p and (d in votes or len(votes) < cap):
                     votes[d] = votes.get(d, 0) + 1
                 newer = j
-        for p in sorted(votes, key=lambda d: (-votes[d], d))[:NEAR_CANDIDATES - 1]:
+        for p in sorted(votes, key=lambda d: (-votes[d], d))[: NEAR_CANDIDATES - 1]:
             if p > NEAR_LONG_VOTE and recurring < NEAR_LONG_VOTE_GATE * len(block):
                 continue  # a long period's window (2p) is walked only where the block all repeats
             tol = near_tolerance(p, div)
@@ -370,8 +381,7 @@ class NearCycle:
                 found = self._near_window(t, anchors, before, p, tol, link)
                 if not isinstance(found, str):  # not "no", not "records"
                     return found
-                if found == "no" and not self._near_pending and \
-                        self._near_covered >= self._pending_min(p):
+                if found == "no" and not self._near_pending and self._near_covered >= self._pending_min(p):
                     self._near_pending = p
         return None
 
@@ -403,11 +413,15 @@ class NearCycle:
         lim = max_p + near_tolerance(max_p, div)
         span = max(2 * lim, self.params.near_min_window, self.params.near_recurrence_window)
         cut = near_walk_back(t, cut, p, max(0, n - span - link))
-        return self.buffer.map(max(0, cut - p)), self.buffer.map(cut), {
-            "period": p, "coverage": covered / w, "exact": self._near_exact, "strong": self._near_whole}
+        return (
+            self.buffer.map(max(0, cut - p)),
+            self.buffer.map(cut),
+            {"period": p, "coverage": covered / w, "exact": self._near_exact, "strong": self._near_whole},
+        )
 
-    def _near_cover(self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int, hi: int, w: int,
-                    floor: float = 0.0) -> tuple[int, int, int]:
+    def _near_cover(
+        self, t: str, anchors: list[int], before: Any, p: int, tol: int, link: int, hi: int, w: int, floor: float = 0.0
+    ) -> tuple[int, int, int]:
         """The coverage walk over the window ``t[hi-w:hi]``: ``(covered, cut, end)``: ``cut`` the
         start of the first segment at least ``2k`` long (-1: none), ``end`` the end of the last
         one (``hi - w``: none; shorter segments are chance k-grams, as in the prose after a
@@ -486,5 +500,8 @@ class NearCycle:
             return None
         if record_chars(t, lo, n) >= self.params.near_max_record_share * w:
             return None
-        return self.buffer.map(max(0, cut - lag)), self.buffer.map(cut), {
-            "period": lag, "coverage": covered / w, "exact": exact, "strong": strong}
+        return (
+            self.buffer.map(max(0, cut - lag)),
+            self.buffer.map(cut),
+            {"period": lag, "coverage": covered / w, "exact": exact, "strong": strong},
+        )

@@ -1,4 +1,4 @@
-"""The parameters of one stream: the detector keys of SPEC §2, one attribute each.
+"""The parameters of one stream: the detector keys of spec §2, one attribute each.
 
 ``loopcore._params.PARAMS`` is the one schema (names, types, defaults, bounds and docs).
 :class:`Params` checks a stream's keywords against it and keeps each under its own name;
@@ -28,12 +28,20 @@ class Params:
         self.check_every: int = params["check_every"]
         self.exact_tail, self.min_chars, self.window = params["exact_tail"], params["min_chars"], params["window"]
         self.history, self.repeats = params["history"], params["repeats"]
-        self.lowdiv_tail, self.lowdiv_window, self.ngram = params["lowdiv_tail"], params["lowdiv_window"], params["ngram"]
+        self.lowdiv_tail, self.lowdiv_window, self.ngram = (
+            params["lowdiv_tail"],
+            params["lowdiv_window"],
+            params["ngram"],
+        )
         self.lowdiv_max_unique = params["lowdiv_max_unique"]
         self.lowdiv_max_data_share = params["lowdiv_max_data_share"]
         self.lowdiv_art_max_alnum = params["lowdiv_art_max_alnum"]
         self.lowdiv_min_repeat = params["lowdiv_min_repeat"]
-        self.lowdiv_sliding, self.slide_window, self.slide_step = params["lowdiv_sliding"], params["slide_window"], params["slide_step"]
+        self.lowdiv_sliding, self.slide_window, self.slide_step = (
+            params["lowdiv_sliding"],
+            params["slide_window"],
+            params["slide_step"],
+        )
         self.slide_max_unique, self.slide_min_repeat = params["slide_max_unique"], params["slide_min_repeat"]
         self.cycle = params["cycle"]
         self.cycle_min_period, self.cycle_max_period = params["cycle_min_period"], params["cycle_max_period"]

@@ -1,4 +1,4 @@
-"""P -- phrase pool (SPEC §2.5; seed 003 pool): a handful of short phrases rotated in any order.
+"""P -- phrase pool (spec §2.5; seed 003 pool): a handful of short phrases rotated in any order.
 
 The complete sentences of ``t`` (:func:`split_sentences`).  P holds when, of the last
 ``pool_window`` of them, at least ``pool_min_coverage`` are *phrases* -- sentences of at most
@@ -11,14 +11,14 @@ them -- and there are ``pool_min_distinct`` to ``pool_max_distinct`` distinct ph
 
 from __future__ import annotations
 
-from collections import Counter
 import re
+from collections import Counter
 
 from .buffer import Buffer
 from .chars import _STRONG_END, _WEAK_END, WHITESPACE, Found
 from .params import Params
 
-#: At most this many phrases are listed in a pool detection's evidence (SPEC §2.5).
+#: At most this many phrases are listed in a pool detection's evidence (spec §2.5).
 MAX_EVIDENCE_PHRASES = 8
 
 _LIST_RE = re.compile(r"[ \t]*(?:[-*+][ \t]|[0-9]{1,9}[.)][ \t])")
@@ -34,7 +34,7 @@ _KEY_VALUE_RE = re.compile(r"[ \t]*[a-z_][A-Za-z0-9_.-]*:(?:[ \t]|$)")
 
 
 def _line_is_excluded(line: str, skip_key_value: bool = False) -> bool:
-    """True for list items, table rows and block quotes (SPEC §2.5), and with
+    """True for list items, table rows and block quotes (spec §2.5), and with
     ``skip_key_value`` for ``key: value`` data lines (loopguard's ``default`` profile)."""
     return bool(
         _LIST_RE.match(line)
@@ -49,7 +49,7 @@ def split_sentences(t: str, skip_key_value: bool = False) -> list[tuple[int, str
 
     ``start`` is the offset in ``t`` of the first non-whitespace character;
     ``text`` is the sentence with surrounding whitespace stripped.  Follows
-    SPEC §2.5: split after ``。！？`` always, after ``. ! ? …`` only when the
+    spec §2.5: split after ``。！？`` always, after ``. ! ? …`` only when the
     next character is whitespace, at every newline.  A trailing fragment with
     no boundary is not returned.  Sentences without any alphanumeric character
     (symbol/punctuation-only) and sentences on list, table or quote lines are
@@ -101,7 +101,8 @@ class Pool:
         recent = [text for _, text in sentences[-size:]]
         counts = Counter(recent)
         phrases = {
-            s for s, c in counts.items()
+            s
+            for s, c in counts.items()
             if len(s) <= self.params.pool_max_phrase_chars and c >= self.params.pool_min_occurrences
         }
         covered = sum(1 for s in recent if s in phrases)
@@ -109,7 +110,7 @@ class Pool:
             return None
         if not self.params.pool_min_distinct <= len(phrases) <= self.params.pool_max_distinct:
             return None
-        retained = sentences[-4 * size:]
+        retained = sentences[-4 * size :]
         m = len(retained)
         for j in range(m):
             start, text = retained[j]

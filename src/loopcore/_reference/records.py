@@ -1,7 +1,7 @@
 """Structure classification: the machine record lines of ``t``, on which N holds back.
 
 Records -- JSON, CSV, YAML, logs, diffs, paths, hex dumps -- repeat a template with new field
-values on every line, near-verbatim by nature, so N (:mod:`.near`, SPEC §2.7 ``default``)
+values on every line, near-verbatim by nature, so N (:mod:`.near`, spec §2.7 ``default``)
 holds back on a window made mostly of them (``near_max_record_share``).  :func:`is_record_line`
 is the rule; :func:`record_chars` counts the code points of a window that lie on record lines.
 
@@ -46,7 +46,7 @@ def _json_string_item(s: str) -> bool:
             j += 2
             continue
         if s[j] == '"':
-            rest = s[j + 1:].lstrip(" \t")
+            rest = s[j + 1 :].lstrip(" \t")
             if rest[:1] != ",":
                 return rest != "" and rest[0] in ":]}"
             after = rest[1:]  # a comma: a field or element follows, or the line ends
@@ -107,15 +107,15 @@ def is_record_line(line: str) -> bool:
     digits = sum(1 for ch in offset if ch in _DIGITS)
     body = offset[:-1] if len(offset) > 1 and offset[-1] == "Z" and offset[-2] in _DIGITS else offset
     utc = _UTC_OFFSET_RE.search(body)
-    body = body[:utc.start()] if utc else body
+    body = body[: utc.start()] if utc else body
 
     def inner(j: int) -> bool:  # a separator between two digits
         return 0 < j < len(body) - 1 and body[j] in ":.-,T" and body[j - 1] in _DIGITS and body[j + 1] in _DIGITS
 
-    if sum(1 for ch in body if ch in _DIGITS) >= 3 and all(
-        ch in _DIGITS or ch in ":.-," or inner(j) for j, ch in enumerate(body)
-    ) and any(
-        inner(j) for j in range(len(body))
+    if (
+        sum(1 for ch in body if ch in _DIGITS) >= 3
+        and all(ch in _DIGITS or ch in ":.-," or inner(j) for j, ch in enumerate(body))
+        and any(inner(j) for j in range(len(body)))
     ):
         return True  # a time, date or version: timestamped logs, timetables
     offset = offset[2:] if offset[:2] in ("0x", "0X") else offset

@@ -122,10 +122,10 @@ class Salad:
         n, w = len(t), self.params.salad_window
         if n < w:
             return None
-        gate = t[n - min(SALAD_GATE, w):]
+        gate = t[n - min(SALAD_GATE, w) :]
         if sum(1 for ch in gate if ch.isalnum()) >= self.params.salad_max_alnum * len(gate):
             return None
-        window = t[n - w:]
+        window = t[n - w :]
         alnum = sum(1 for ch in window if ch.isalnum())
         if alnum >= self.params.salad_max_alnum * w:
             return None

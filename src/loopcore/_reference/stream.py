@@ -1,4 +1,4 @@
-"""The reference stream of one channel: feeding, the checkpoints and the reports (SPEC §2).
+"""The reference stream of one channel: feeding, the checkpoints and the reports (spec §2).
 
 :class:`ChannelStream` owns the parameters (:class:`.params.Params`), the masked text ``t``
 (:class:`.buffer.Buffer`), the fence masking (:class:`.fences.Fences`) and one object per
@@ -35,7 +35,7 @@ from .salad import Salad
 class ChannelStream(Params):
     """Reference detector state for one channel of one attempt.
 
-    Parameters are the detector keys of SPEC §2 (``loopcore._params.PARAMS``, the one
+    Parameters are the detector keys of spec §2 (``loopcore._params.PARAMS``, the one
     schema: names, types, defaults, bounds and docs); all are keyword-only and
     required, and validated by ``loopcore._params.check``; each is an attribute of the stream
     (:class:`.params.Params`).
@@ -163,7 +163,7 @@ class ChannelStream(Params):
         return out
 
     def _take(self, pos: int, ch: str, out: list[RawDetection]) -> None:
-        """Fence masking, one original character at a time (SPEC §2.6)."""
+        """Fence masking, one original character at a time (spec §2.6)."""
         if not self.skip_code_blocks:
             self._emit(pos, ch, out)
             return

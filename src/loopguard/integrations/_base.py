@@ -1,4 +1,4 @@
-"""The guarded iterators every adapter shares (sync and async; SPEC §3, seed 003).
+"""The guarded iterators every adapter shares (sync and async; spec §3, seed 003).
 
 An adapter supplies ``apply(chunk, guard) -> Action``: it reads the chunk by
 field name (dicts and SDK objects alike, see :func:`field`) and reports its
@@ -51,14 +51,14 @@ def field(obj: Any, name: str) -> Any:
             if isinstance(extra, Mapping):
                 value = extra.get(name)
         return value
-    except Exception:  # noqa: BLE001 - an object whose attribute access raises is "absent"
+    except Exception:
         return None
 
 
 def _apply_safely(apply: Apply, chunk: Any, guard: StreamGuard) -> Action:
     try:
         return apply(chunk, guard)
-    except Exception:  # noqa: BLE001 - the adapter must never break the host's stream
+    except Exception:
         logger.error("loopguard could not read a stream chunk; passing it through", exc_info=True)
         return Action.CONTINUE
 
@@ -70,7 +70,7 @@ def _close_sync(stream: Any) -> None:
             result = close()
             if inspect.isawaitable(result):  # an async close on a sync iterator: cannot await here
                 getattr(result, "close", lambda: None)()
-        except Exception:  # noqa: BLE001 - closing is best effort; the outcome stands
+        except Exception:
             logger.info("closing the upstream stream failed", exc_info=True)
 
 
@@ -82,14 +82,15 @@ async def _close_async(stream: Any) -> None:
                 result = close()
                 if inspect.isawaitable(result):
                     await result
-            except Exception:  # noqa: BLE001
+            except Exception:
                 logger.info("closing the upstream stream failed", exc_info=True)
             return
 
 
 class _Guarded(Generic[T]):
-    def __init__(self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None,
-                 session: Session | None) -> None:
+    def __init__(
+        self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None, session: Session | None
+    ) -> None:
         self._stream = stream
         self._apply = apply
         self.guard = StreamGuard(session, config)
@@ -192,11 +193,14 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
     iterable (use the sync ``guard_stream`` for those).
     """
 
-    def __init__(self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None,
-                 session: Session | None) -> None:
+    def __init__(
+        self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None, session: Session | None
+    ) -> None:
         if not hasattr(stream, "__aiter__"):
-            raise TypeError(f"an async stream needs an async iterable upstream, not {type(stream).__name__} "
-                            "(use the sync guard_stream for that)")
+            raise TypeError(
+                f"an async stream needs an async iterable upstream, not {type(stream).__name__} "
+                "(use the sync guard_stream for that)"
+            )
         super().__init__(stream, apply, config=config, session=session)
 
     def __aiter__(self) -> AsyncGuardedStream[T]:

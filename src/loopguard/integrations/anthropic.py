@@ -1,4 +1,4 @@
-"""Anthropic Messages streams: guard, prune, resume (SPEC §3; seed 003; research/ecosystem.md §1.4, §1.5).
+"""Anthropic Messages streams: guard, prune, resume (spec §3; seed 003; research/ecosystem.md §1.4, §1.5).
 
 Events are read by field name (``type`` first), so the ``anthropic`` SDK's
 raw events (``client.messages.create(..., stream=True)``), the
@@ -113,8 +113,9 @@ def apply_anthropic_event(event: Any, guard: StreamGuard) -> Action:
     return Action.CONTINUE
 
 
-def guard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                 session: Session | None = None) -> GuardedStream[Any]:
+def guard_stream(
+    stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None, session: Session | None = None
+) -> GuardedStream[Any]:
     """Guard a sync Anthropic Messages event stream (``client.messages.create(..., stream=True)``,
     the ``MessageStream`` of ``with client.messages.stream(...) as s``, or any iterable of event dicts).
 
@@ -144,8 +145,9 @@ def guard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None
     return GuardedStream(stream, apply_anthropic_event, config=config, session=session)
 
 
-def aguard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                  session: Session | None = None) -> AsyncGuardedStream[Any]:
+def aguard_stream(
+    stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None, session: Session | None = None
+) -> AsyncGuardedStream[Any]:
     """The ``async for`` form of :func:`guard_stream` (``AsyncAnthropic`` streams and
     ``AsyncMessageStream``; closed with ``await stream.close()``)."""
     return AsyncGuardedStream(stream, apply_anthropic_event, config=config, session=session)
@@ -168,8 +170,12 @@ def _merge(previous: dict[str, Any], content: str, separator: str) -> dict[str, 
     return merged
 
 
-def resume_messages(messages: Sequence[Mapping[str, Any]], outcome: StreamOutcome, *,
-                    config: StreamConfig | Mapping[str, Any] | None = None) -> ResumeRequest:
+def resume_messages(
+    messages: Sequence[Mapping[str, Any]],
+    outcome: StreamOutcome,
+    *,
+    config: StreamConfig | Mapping[str, Any] | None = None,
+) -> ResumeRequest:
     """Build the resume request after a cut, in the Anthropic Messages format (seed 003).
 
     The same request as :func:`loopguard.integrations.openai.resume_messages`

@@ -1,4 +1,4 @@
-"""OpenAI-compatible streams: guard, prune, resume (SPEC §3; seed 003; research/ecosystem.md §1.1–1.2, §1.5).
+"""OpenAI-compatible streams: guard, prune, resume (spec §3; seed 003; research/ecosystem.md §1.1–1.2, §1.5).
 
 Chunks are read by field name, so the ``openai`` SDK's objects (any
 version), LiteLLM's, or plain dicts all work; ``openai`` is never imported
@@ -93,8 +93,7 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
                     fn = field(call, "function")
                     # fragments of parallel calls may interleave: a call is complete only at
                     # finish_reason (or the end of the stream), never because another index began
-                    action = guard.tool_args(key, field(fn, "arguments"), id=field(call, "id"),
-                                             name=field(fn, "name"))
+                    action = guard.tool_args(key, field(fn, "arguments"), id=field(call, "id"), name=field(fn, "name"))
                     if action.stop:
                         return action
         finish = _text(field(choice, "finish_reason"))
@@ -106,8 +105,9 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
     return Action.CONTINUE
 
 
-def guard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                 session: Session | None = None) -> GuardedStream[Any]:
+def guard_stream(
+    stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None, session: Session | None = None
+) -> GuardedStream[Any]:
     """Guard a sync Chat Completions stream (``client.chat.completions.create(..., stream=True)``,
     a LiteLLM stream, or any iterable of chunk dicts).
 
@@ -137,8 +137,9 @@ def guard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None
     return GuardedStream(stream, apply_chat_chunk, config=config, session=session)
 
 
-def aguard_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                  session: Session | None = None) -> AsyncGuardedStream[Any]:
+def aguard_stream(
+    stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None, session: Session | None = None
+) -> AsyncGuardedStream[Any]:
     """The ``async for`` form of :func:`guard_stream` (``AsyncOpenAI`` streams; closed with
     ``await stream.close()``)."""
     return AsyncGuardedStream(stream, apply_chat_chunk, config=config, session=session)
@@ -171,9 +172,13 @@ class ResumeRequest:
         return {"messages": self.messages, **self.settings}
 
 
-def resume_messages(messages: Sequence[Mapping[str, Any]], outcome: StreamOutcome, *,
-                    config: StreamConfig | Mapping[str, Any] | None = None,
-                    include_reasoning: bool = False) -> ResumeRequest:
+def resume_messages(
+    messages: Sequence[Mapping[str, Any]],
+    outcome: StreamOutcome,
+    *,
+    config: StreamConfig | Mapping[str, Any] | None = None,
+    include_reasoning: bool = False,
+) -> ResumeRequest:
     """Build the resume request after a cut (seed 003): never the loop text.
 
     Parameters
@@ -213,8 +218,13 @@ def resume_messages(messages: Sequence[Mapping[str, Any]], outcome: StreamOutcom
         out.append(assistant)
     channel = outcome.channel or "reasoning"
     lang = _messages.pick_language(cfg.language, outcome.kept_text or outcome.kept_reasoning)
-    note = _messages.render("resume", lang, channel="reasoning" if channel == "reasoning" else "answer",
-                            channel_zh="推理" if channel == "reasoning" else "回答", count=outcome.removed)
+    note = _messages.render(
+        "resume",
+        lang,
+        channel="reasoning" if channel == "reasoning" else "answer",
+        channel_zh="推理" if channel == "reasoning" else "回答",
+        count=outcome.removed,
+    )
     last = out[-1] if out else None
     if isinstance(last, dict) and last.get("role") == "user":
         # no assistant turn to add: keep roles alternating (strict chat templates reject two user
@@ -224,8 +234,11 @@ def resume_messages(messages: Sequence[Mapping[str, Any]], outcome: StreamOutcom
             head = content.split(_NOTE_SEPARATOR + _messages.SOURCE_TAG, 1)[0]
             last["content"] = (head + _NOTE_SEPARATOR if head else "") + note
         elif isinstance(content, list):
-            parts = [p for p in content if not (isinstance(p, dict) and str(p.get("text", "")).startswith(
-                _messages.SOURCE_TAG))]
+            parts = [
+                p
+                for p in content
+                if not (isinstance(p, dict) and str(p.get("text", "")).startswith(_messages.SOURCE_TAG))
+            ]
             last["content"] = [*parts, {"type": "text", "text": note}]
         else:
             out.append({"role": "user", "content": note})
@@ -275,8 +288,13 @@ def _prepare(kwargs: dict[str, Any], session: Session | None) -> tuple[list[Any]
     return messages, session if session is not None else Session()
 
 
-def create_with_rescue(client: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                       session: Session | None = None, **kwargs: Any) -> RescueResult:
+def create_with_rescue(
+    client: Any,
+    *,
+    config: StreamConfig | Mapping[str, Any] | None = None,
+    session: Session | None = None,
+    **kwargs: Any,
+) -> RescueResult:
     """``client.chat.completions.create(stream=True, **kwargs)`` under the guard, resuming
     after each cut (seed 003's cut → prune → resume), for any OpenAI-compatible client.
 
@@ -314,8 +332,13 @@ def create_with_rescue(client: Any, *, config: StreamConfig | Mapping[str, Any] 
         messages = resume_messages(messages, outcome, config=cfg).messages
 
 
-async def acreate_with_rescue(client: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                              session: Session | None = None, **kwargs: Any) -> RescueResult:
+async def acreate_with_rescue(
+    client: Any,
+    *,
+    config: StreamConfig | Mapping[str, Any] | None = None,
+    session: Session | None = None,
+    **kwargs: Any,
+) -> RescueResult:
     """The ``AsyncOpenAI`` form of :func:`create_with_rescue`."""
     cfg = _stream_config(config)
     messages, session = _prepare(kwargs, session)
@@ -352,7 +375,9 @@ def _log_dropped(settings: Mapping[str, Any], exc: BaseException) -> None:
 
     logging.getLogger("loopguard.integrations").warning(
         "the resume request was refused with the retry settings %s (%s); sent again without them",
-        sorted(settings), type(exc).__name__)
+        sorted(settings),
+        type(exc).__name__,
+    )
 
 
 def _result(outcome: StreamOutcome, outcomes: list[StreamOutcome], messages: list[Any]) -> RescueResult:

@@ -1,4 +1,4 @@
-"""OpenAI Responses API streams: guard and prune (SPEC §3; seed 003; research/ecosystem.md §1.3, §1.5).
+"""OpenAI Responses API streams: guard and prune (spec §3; seed 003; research/ecosystem.md §1.3, §1.5).
 
 Events are read by field name (``type`` first), so the ``openai`` SDK's
 event objects (``client.responses.create(..., stream=True)`` or the
@@ -27,7 +27,7 @@ events whose fields have the wrong type.  Tool calls are keyed by the item
 id (``item_id`` of the argument events); when a stream carries no item id,
 by ``output_index``.
 
-When a cut waits for an open function call (SPEC §2.6) it happens right
+When a cut waits for an open function call (spec §2.6) it happens right
 after the event that completes the call (usually
 ``response.function_call_arguments.done``): that event is passed on, the
 call's later ``response.output_item.done`` is not; ``outcome.tool_calls``
@@ -117,8 +117,9 @@ def apply_response_event(event: Any, guard: StreamGuard) -> Action:
     return Action.CONTINUE
 
 
-def guard_response_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                          session: Session | None = None) -> GuardedStream[Any]:
+def guard_response_stream(
+    stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None, session: Session | None = None
+) -> GuardedStream[Any]:
     """Guard a sync Responses API event stream (``client.responses.create(..., stream=True)``,
     the ``client.responses.stream(...)`` helper's stream, or any iterable of event dicts).
 
@@ -148,8 +149,9 @@ def guard_response_stream(stream: Any, *, config: StreamConfig | Mapping[str, An
     return GuardedStream(stream, apply_response_event, config=config, session=session)
 
 
-def aguard_response_stream(stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None,
-                           session: Session | None = None) -> AsyncGuardedStream[Any]:
+def aguard_response_stream(
+    stream: Any, *, config: StreamConfig | Mapping[str, Any] | None = None, session: Session | None = None
+) -> AsyncGuardedStream[Any]:
     """The ``async for`` form of :func:`guard_response_stream` (``AsyncOpenAI`` streams; closed
     with ``await stream.close()``)."""
     return AsyncGuardedStream(stream, apply_response_event, config=config, session=session)
