@@ -58,7 +58,10 @@ def test_profiles_enable_the_seed_sets() -> None:
     assert TextConfig("fuse").enabled == {"exact_tail", "lowdiv_tail", "lowdiv_sliding"}
     assert TextConfig("rescue").enabled == {"cycle", "pool"}
     assert TextConfig().enabled == {"cycle", "pool", "near_cycle", "salad"}  # docs/detection.md: why not E, L, S
-    assert TextConfig(enabled=["C", "pool"]).enabled == {"cycle", "pool"}
+    assert TextConfig(enabled=["cycle", "pool"]).enabled == {"cycle", "pool"}
+    # the spec's single letters are not names: the error says which name one means
+    with pytest.raises(ConfigError, match="'N' is the spec's letter for 'near_cycle': use the name"):
+        TextConfig(enabled=["cycle", "N"])
     assert TextConfig("fuse").window == 600 and TextConfig("rescue").cycle_scan_chars == 12000
 
 
@@ -281,9 +284,9 @@ def test_memory_per_channel_at_defaults_within_140_kib() -> None:
         pytest.skip("the compiled core is not built")
     core = loopcore.implementation("cython")
     seed = core.ChannelStream(
-        **TextConfig("default", enabled=["C", "P"], pool_max_phrase_chars=48).stream_params("text")
+        **TextConfig("default", enabled=["cycle", "pool"], pool_max_phrase_chars=48).stream_params("text")
     )
-    rescue = core.ChannelStream(**TextConfig("default", enabled=["C", "P"]).stream_params("text"))
+    rescue = core.ChannelStream(**TextConfig("default", enabled=["cycle", "pool"]).stream_params("text"))
     stream = core.ChannelStream(**TextConfig().stream_params("text"))
     for opened in (seed, rescue, stream):
         opened.feed(" ")  # the buffers are allocated with the first code point
@@ -368,7 +371,7 @@ def test_config_rejects_non_string_profile_and_kinds() -> None:
     with pytest.raises(ConfigError, match="profile"):
         TextConfig(["fuse"])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="enabled"):
-        TextConfig(enabled=[["E"]])
+        TextConfig(enabled=[["exact_tail"]])
 
 
 def test_detections_are_hashable_and_equal_by_value() -> None:

@@ -12,11 +12,11 @@ import pytest
 from helpers import detect, letters, noise_cjk, smallest_period
 from loopguard import TextConfig
 
-E_ONLY = TextConfig("fuse", enabled={"E"})
-L_ONLY = TextConfig("fuse", enabled={"L"})
-S_ONLY = TextConfig("fuse", enabled={"S"})
-C_ONLY = TextConfig("rescue", enabled={"C"})
-P_ONLY = TextConfig("rescue", enabled={"P"})
+E_ONLY = TextConfig("fuse", enabled={"exact_tail"})
+L_ONLY = TextConfig("fuse", enabled={"lowdiv_tail"})
+S_ONLY = TextConfig("fuse", enabled={"lowdiv_sliding"})
+C_ONLY = TextConfig("rescue", enabled={"cycle"})
+P_ONLY = TextConfig("rescue", enabled={"pool"})
 
 LOWER = "abcdefghijklmnopqrstuvwxyz"
 UPPER = LOWER.upper()

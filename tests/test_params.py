@@ -97,7 +97,7 @@ def test_a_window_below_40_leaves_e_inert_with_a_warning() -> None:
     with pytest.warns(UserWarning, match="window=39 must be >= 40 for exact_tail to fire"):
         inert = TextConfig("fuse", window=39)
     with pytest.warns(UserWarning, match="window=39"):
-        TextConfig(window=39).replace(enabled=["E"])
+        TextConfig(window=39).replace(enabled=["exact_tail"])
     text = "The same paragraph of text, again and again, forty-two times. " * 60
     params = {**inert.stream_params("text"), "lowdiv_tail": False, "lowdiv_sliding": False}
     for module in loopcore.implementations().values():

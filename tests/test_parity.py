@@ -173,7 +173,7 @@ def _thue_morse(n: int) -> str:
 REGRESSIONS = {
     # a short open sentence followed by whitespace longer than the buffer's slack
     "blank-run-pool": (
-        TextConfig("rescue", enabled=["P"], pool_window=2, pool_min_occurrences=2, pool_min_distinct=1),
+        TextConfig("rescue", enabled=["pool"], pool_window=2, pool_min_occurrences=2, pool_min_distinct=1),
         "a" + " " * 1087 + "\na\n",
     ),
     "blank-run-default": (
@@ -184,14 +184,14 @@ REGRESSIONS = {
     # counts above 65,535 in one window
     "wide-window-counts": (
         TextConfig(
-            "fuse", enabled=["L"], lowdiv_window=70000, min_chars=0, check_every=70000, lowdiv_max_unique=2, ngram=1
+            "fuse", enabled=["lowdiv_tail"], lowdiv_window=70000, min_chars=0, check_every=70000, lowdiv_max_unique=2, ngram=1
         ),
         "a" * 70000,
     ),
     # Thue-Morse blocks collide under polynomial hashing mod 2^64
     "thue-morse-ngram": (
         TextConfig(
-            "fuse", enabled=["L"], ngram=512, lowdiv_window=1024, min_chars=0, check_every=1024, lowdiv_min_repeat=2
+            "fuse", enabled=["lowdiv_tail"], ngram=512, lowdiv_window=1024, min_chars=0, check_every=1024, lowdiv_min_repeat=2
         ),
         _thue_morse(512) + _thue_morse(512).translate(str.maketrans("ab", "ba")),
     ),
@@ -243,7 +243,7 @@ def test_parity_regressions(name: str) -> None:
 def test_blank_run_of_a_million_is_safe() -> None:
     # read out of bounds (and crashed) before the open sentence's text was saved on compaction
     text = "Now" + " " * 1_000_000 + "\n" + "Now\nWait.\n" * 20
-    found = detect(text, TextConfig("rescue", enabled=["P"]), "cython", channel="reasoning")
+    found = detect(text, TextConfig("rescue", enabled=["pool"]), "cython", channel="reasoning")
     # checkpoint 1,000,200 sees 40 sentences ("Now", then 39 of the rotation); the window
     # (the last 30) starts at sentence 10 = "Wait."; the very first "Now" is a phrase too, so
     # the cut is 0
@@ -263,7 +263,7 @@ def test_blank_run_of_a_million_is_safe() -> None:
 )
 def test_parity_pool_skip_key_value(text: str, skip: bool) -> None:
     """The ``key: value`` line class of P (``pool_skip_key_value``, on in ``default``) in both implementations."""
-    config = TextConfig("rescue", enabled=["P"], pool_skip_key_value=skip, pool_min_distinct=1)
+    config = TextConfig("rescue", enabled=["pool"], pool_skip_key_value=skip, pool_min_distinct=1)
     reference = detect(text, config, "python", channel="reasoning")
     assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=7)) == reference
     assert detect(text, config, "cython", channel="reasoning") == reference
@@ -291,7 +291,7 @@ DUMP = "".join(f"{i * 16:08x}: " + "0000 " * 8 + " ................\n" for i in 
 )
 def test_parity_lowdiv_max_data_share(text: str, share: float) -> None:
     """L and S hold back on data runs (``lowdiv_max_data_share``, 0.8 in ``default``), in both implementations."""
-    config = TextConfig("fuse", enabled=["L", "S"], lowdiv_max_data_share=share)
+    config = TextConfig("fuse", enabled=["lowdiv_tail", "lowdiv_sliding"], lowdiv_max_data_share=share)
     reference = detect(text, config, "python", channel="reasoning")
     assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=3)) == reference
     assert detect(text, config, "cython", channel="reasoning") == reference
@@ -329,7 +329,7 @@ BANNER = "".join(
 )
 def test_parity_lowdiv_art_max_alnum(text: str, art: float) -> None:
     """L and S hold back on art runs (``lowdiv_art_max_alnum``, 0.3 in ``default``), in both implementations."""
-    config = TextConfig("fuse", enabled=["L", "S"], lowdiv_art_max_alnum=art, min_chars=800)
+    config = TextConfig("fuse", enabled=["lowdiv_tail", "lowdiv_sliding"], lowdiv_art_max_alnum=art, min_chars=800)
     reference = detect(text, config, "python", channel="reasoning")
     assert detect(text, config, "cython", channel="reasoning", cuts=random_cuts(len(text), seed=5)) == reference
     assert detect(text, config, "cython", channel="reasoning") == reference

@@ -13,17 +13,20 @@ from .errors import ConfigError
 
 __all__ = ["TextConfig", "PROFILES", "PROFILE_OVERRIDES", "DETECTOR_KINDS"]
 
-#: Detector kinds, in evaluation order, with the seed letter each one has in spec §2.
-DETECTOR_KINDS: dict[str, str] = {
-    "E": "exact_tail",
-    "L": "lowdiv_tail",
-    "S": "lowdiv_sliding",
-    "C": "cycle",
-    "P": "pool",
-    "N": "near_cycle",
-    "T": "salad",
-}
-_KIND_ORDER = tuple(DETECTOR_KINDS.values())
+#: Detector kinds, in evaluation order (spec §2; the seeds' single letters for them are in
+#: docs/rules.md).
+DETECTOR_KINDS: tuple[str, ...] = (
+    "exact_tail",
+    "lowdiv_tail",
+    "lowdiv_sliding",
+    "cycle",
+    "pool",
+    "near_cycle",
+    "salad",
+)
+_KIND_ORDER = DETECTOR_KINDS
+#: The seed letter of each kind (spec §2), only to say which name a letter means in an error.
+_SEED_LETTERS = dict(zip("ELSCPNT", DETECTOR_KINDS))
 _FUSE = frozenset({"exact_tail", "lowdiv_tail", "lowdiv_sliding"})
 _RESCUE = frozenset({"cycle", "pool"})
 _NEAR = frozenset({"near_cycle"})
@@ -127,26 +130,18 @@ def _keys_doc() -> str:
 
 
 def _parse_enabled(value: Any) -> frozenset[str]:
+    expected = "a collection of detector kinds (" + ", ".join(DETECTOR_KINDS) + ")"
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ConfigError(
-            "enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")"
-        )
+        raise ConfigError("enabled", value, expected)
     kinds = set()
     for item in value:
         if not isinstance(item, str):
-            raise ConfigError(
-                "enabled", value, "a collection of detector kinds or letters (" + " ".join(DETECTOR_KINDS) + ")"
-            )
-        if item in DETECTOR_KINDS:
-            kinds.add(DETECTOR_KINDS[item])
-        elif item in _KIND_ORDER:
-            kinds.add(item)
-        else:
-            raise ConfigError(
-                "enabled",
-                value,
-                f"detector kinds from {', '.join(_KIND_ORDER)} (or letters {' '.join(DETECTOR_KINDS)})",
-            )
+            raise ConfigError("enabled", value, expected)
+        if item not in DETECTOR_KINDS:
+            if item in _SEED_LETTERS:
+                expected += f"; {item!r} is the spec's letter for {_SEED_LETTERS[item]!r}: use the name"
+            raise ConfigError("enabled", value, expected)
+        kinds.add(item)
     return frozenset(kinds)
 
 
@@ -154,9 +149,10 @@ class TextConfig:
     """Configuration of the text loop detectors (spec §2).
 
         ``TextConfig(profile="default", **overrides)``.  The profile sets which
-        detectors are enabled: ``"fuse"`` = E, L, S exactly as seed 002;
-        ``"rescue"`` = C, P exactly as seed 003; ``"default"`` = C, P, N, T
-        (docs/detection.md says why not E, L, S), at the
+        detectors are enabled: ``"fuse"`` = ``exact_tail``, ``lowdiv_tail``,
+        ``lowdiv_sliding`` exactly as seed 002; ``"rescue"`` = ``cycle``, ``pool``
+        exactly as seed 003; ``"default"`` = ``cycle``, ``pool``, ``near_cycle``,
+        ``salad`` (docs/detection.md says why not the other three), at the
         spec numbers except where :data:`PROFILE_OVERRIDES` tunes them (with the
         reason).  Every other key defaults to the spec number; lengths and
         positions are Unicode code points.
@@ -168,7 +164,7 @@ class TextConfig:
     {KEYS}
 
         and ``watch`` (``"both"`` | ``"reasoning"`` | ``"text"``), ``enabled`` (the
-        profile's kinds; a collection of kind names or seed letters).
+        profile's kinds; a collection of names from :data:`DETECTOR_KINDS`).
 
         Raises
         ------
