@@ -245,7 +245,9 @@ def test_text_channel_masks_fences(tmp_path: Path) -> None:
 @pytest.mark.parametrize("chunk", [1, 7, 16, 200, 100_000])
 def test_text_result_does_not_depend_on_chunking(text_dir: Path, chunk: int) -> None:
     case = load_cases(text_dir)[0]
-    seed_numbers = TextConfig("fuse", enabled=["exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool"])  # all five at the seeds' numbers
+    seed_numbers = TextConfig(
+        "fuse", enabled=["exact_tail", "lowdiv_tail", "lowdiv_sliding", "cycle", "pool"]
+    )  # all five at the seeds' numbers
     result = evaluate_text_case(case, seed_numbers, chunk=chunk)
     assert (result.outcome, result.at, result.latency, result.detector) == (
         "caught",

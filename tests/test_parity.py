@@ -184,14 +184,26 @@ REGRESSIONS = {
     # counts above 65,535 in one window
     "wide-window-counts": (
         TextConfig(
-            "fuse", enabled=["lowdiv_tail"], lowdiv_window=70000, min_chars=0, check_every=70000, lowdiv_max_unique=2, ngram=1
+            "fuse",
+            enabled=["lowdiv_tail"],
+            lowdiv_window=70000,
+            min_chars=0,
+            check_every=70000,
+            lowdiv_max_unique=2,
+            ngram=1,
         ),
         "a" * 70000,
     ),
     # Thue-Morse blocks collide under polynomial hashing mod 2^64
     "thue-morse-ngram": (
         TextConfig(
-            "fuse", enabled=["lowdiv_tail"], ngram=512, lowdiv_window=1024, min_chars=0, check_every=1024, lowdiv_min_repeat=2
+            "fuse",
+            enabled=["lowdiv_tail"],
+            ngram=512,
+            lowdiv_window=1024,
+            min_chars=0,
+            check_every=1024,
+            lowdiv_min_repeat=2,
         ),
         _thue_morse(512) + _thue_morse(512).translate(str.maketrans("ab", "ba")),
     ),
