@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import tracemalloc
 
 import pytest
@@ -526,3 +527,22 @@ def test_pool_records_survive_widening(phrases: list[str], wide: str, at: int, c
         found = [d for i in range(0, len(text), chunk) for d in stream.feed(text[i : i + chunk])]
         runs.append(found + stream.finish())
     assert all(run == runs[0] for run in runs)
+
+
+def test_tool_guard_clock_is_public_and_read_only() -> None:
+    ticks = iter([5.0, 6.0, 7.0])
+    clock = lambda: next(ticks)  # noqa: E731
+    guard = loopguard.ToolGuard(clock=clock)
+    assert guard.clock is clock
+    with pytest.raises(AttributeError):
+        guard.clock = time.monotonic  # type: ignore[misc]
+
+
+def test_parse_args_is_public() -> None:
+    from loopguard import identity
+
+    assert identity.parse_args('{"b": 1, "a": [2]}') == {"b": 1, "a": [2]}
+    assert identity.parse_args("not json") == "not json"
+    assert identity.parse_args(b'{"x": 1}') == {"x": 1}
+    with pytest.raises(ValueError, match="not UTF-8"):
+        identity.parse_args(b"\xff")

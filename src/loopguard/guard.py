@@ -1936,6 +1936,14 @@ class ToolGuard:
                 s.pending = 0
                 s.last_call = None
 
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock this guard reads (seconds, monotonic by default; the ``clock=`` argument).
+
+        Read-only: a :class:`~loopguard.Session` reads it so its own timers agree with the guard's.
+        """
+        return self._clock
+
     def pending_tools(self, session_id: Any = None) -> int:
         """Tool calls allowed by :meth:`before_call` whose result has not been seen."""
         with self._lock:
@@ -1947,7 +1955,7 @@ def _parse(args: Any) -> Any:
     """Arguments as :func:`loopguard.call_hash` reads them; bytes that are not
     UTF-8 and JSON too deep to parse stay as given (hashed by their stable text)."""
     try:
-        return identity._parse_args(args)
+        return identity.parse_args(args)
     except (ValueError, RecursionError):
         return args
 

@@ -39,6 +39,7 @@ __all__ = [
     "call_hash",
     "canonical_json",
     "hash_prefix",
+    "parse_args",
     "session_key",
 ]
 
@@ -232,8 +233,13 @@ def canonical_json(value: Any, *, name: str = "args") -> str:
     return "".join(out)
 
 
-def _parse_args(args: Any) -> Any:
-    """Arguments given as a JSON string are parsed first; other strings stay strings."""
+def parse_args(args: Any) -> Any:
+    """Tool-call arguments as :func:`call_hash` reads them: a JSON string (or UTF-8 bytes) is
+    parsed first; other strings and values stay as given.
+
+    Raises ValueError for bytes that are not UTF-8 and RecursionError for JSON nested too deep
+    to parse (callers that must not fail hash such arguments by their stable text).
+    """
     if isinstance(args, (str, bytes, bytearray)):
         if isinstance(args, (bytes, bytearray)):
             try:
@@ -282,7 +288,7 @@ def call_hash(tool: str, args: Any) -> str:
     """
     if not isinstance(tool, str):
         raise TypeError(f"tool must be str, not {type(tool).__name__}")
-    canonical = canonical_json(_parse_args(args))
+    canonical = canonical_json(parse_args(args))
     return hashlib.sha256(_hash_text(tool + "\n" + canonical)).hexdigest()
 
 
@@ -322,7 +328,7 @@ def action_fingerprint(tool: str, args: Any, volatile_keys: Sequence[str] = ("de
     >>> action_fingerprint("shell", {"command": "ls", "description": "look"}) == call_hash("shell", {"command": "ls"})
     True
     """
-    parsed = _parse_args(args)
+    parsed = parse_args(args)
     if isinstance(parsed, Mapping):
         parsed = {k: v for k, v in parsed.items() if k not in volatile_keys}
     return call_hash(tool, parsed)

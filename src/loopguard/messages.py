@@ -297,7 +297,7 @@ def arguments_preview(args: Any, limit: int) -> str:
     if limit <= 0:
         return ""
     try:
-        text = identity.canonical_json(identity._parse_args(args), name="args")
+        text = identity.canonical_json(identity.parse_args(args), name="args")
     except (TypeError, ValueError, RecursionError):  # NaN, sets, objects, cycles, very deep values
         text = stable_text(args)
     # redacted before the cut (a cut secret would no longer look like one), over the part that can

@@ -541,7 +541,7 @@ class Session:
         channel = _check_channel(channel)
         if not self._attempt_open:
             self.start_attempt()
-        now = self._guard._clock()
+        now = self._guard.clock()
         if now - self._progress_noted >= 1.0:  # ② counts minutes: one note a second is plenty
             self._progress_noted = now
             self._guard.note_progress(self._sid)
