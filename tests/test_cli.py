@@ -57,9 +57,9 @@ def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[s
         f"{path} [swe-agent]: loops found",
         f"  LOOP    tool run: submit ×4 · calls 9–12 · steps 9–12 · hash {prefix} · results identical",
         # the ToolGuard: I1 at the 2nd identical result, the 3rd request denied, the insisted run locks
-        f"  notice  tool call 10: submit · D1 repeat · step 10 · hash {prefix}",
-        f"  DENY    tool call 11: submit · D1 repeat · step 11 · hash {prefix}",
-        f"  notice  tool call 12: submit · D1 locked · step 12 · hash {prefix}",
+        f"  notice  tool call 10: submit · repeat · step 10 · hash {prefix}",
+        f"  DENY    tool call 11: submit · repeat · step 11 · hash {prefix}",
+        f"  notice  tool call 12: submit · locked (repeat) · step 12 · hash {prefix}",
         "scanned 1 file: 1 with loops, 0 without, 0 unreadable",
     ]
     assert "flag{" not in out  # the action (tool arguments) is never printed
@@ -93,7 +93,7 @@ def test_eps_traj_json(capsys: pytest.CaptureFixture[str]) -> None:
                     "tool": "submit",
                     "action": action,
                     "kind": kind,
-                    "rule": "D1",
+                    "rule": "repeat",
                     "hash_prefix": call_hash("submit", EPS_ACTION)[:12],
                     "where": {"step": call},
                     "evidence": evidence,
@@ -134,7 +134,9 @@ def test_claude_code_logs_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     findings = {
         Path(o["path"]).name: [(f["call"], f["action"], f["rule"]) for f in o["guard_findings"]] for o in objects
     }
-    assert findings == {name: ([(36, "notice", "D3")] if name.startswith("citation") else []) for name in CLAUDE_LOGS}
+    assert findings == {
+        name: ([(36, "notice", "error_avoidance")] if name.startswith("citation") else []) for name in CLAUDE_LOGS
+    }
     code, out, _ = run(capsys, "scan", *paths)
     assert code == 0
     assert out.splitlines()[-1] == "scanned 4 files: 0 with loops, 4 without, 0 unreadable"

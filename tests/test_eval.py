@@ -121,31 +121,34 @@ def test_classify_text_uses_check_every() -> None:
 def test_classify_tool_loop() -> None:
     truth = {"loop_start_call": 2, "fire_by_call": 5}
     assert classify_tool("loop", [], **truth) == ("missed", None)
-    assert classify_tool("loop", [Event(4, "notice", "D1")], **truth) == ("caught", Event(4, "notice", "D1"))
-    assert classify_tool("loop", [Event(5, "deny", "D1")], **truth)[0] == "caught"  # fire_by_call inclusive
-    assert classify_tool("loop", [Event(6, "deny", "D1")], **truth) == ("missed", Event(6, "deny", "D1"))
+    assert classify_tool("loop", [Event(4, "notice", "repeat")], **truth) == ("caught", Event(4, "notice", "repeat"))
+    assert classify_tool("loop", [Event(5, "deny", "repeat")], **truth)[0] == "caught"  # fire_by_call inclusive
+    assert classify_tool("loop", [Event(6, "deny", "repeat")], **truth) == ("missed", Event(6, "deny", "repeat"))
     # a notice before the loop is ignored, the next event decides
-    assert classify_tool("loop", [Event(0, "notice", "D3"), Event(3, "deny", "D1")], **truth) == (
+    assert classify_tool("loop", [Event(0, "notice", "error_avoidance"), Event(3, "deny", "repeat")], **truth) == (
         "caught",
-        Event(3, "deny", "D1"),
+        Event(3, "deny", "repeat"),
     )
-    assert classify_tool("loop", [Event(1, "notice", "D3")], **truth) == ("missed", None)
+    assert classify_tool("loop", [Event(1, "notice", "error_avoidance")], **truth) == ("missed", None)
     # a deny or cancel before the loop is early
-    assert classify_tool("loop", [Event(1, "deny", "D5"), Event(3, "deny", "D1")], **truth) == (
+    assert classify_tool("loop", [Event(1, "deny", "unscoped_search"), Event(3, "deny", "repeat")], **truth) == (
         "early",
-        Event(1, "deny", "D5"),
+        Event(1, "deny", "unscoped_search"),
     )
-    assert classify_tool("loop", [Event(0, "cancel", "I5")], **truth)[0] == "early"
+    assert classify_tool("loop", [Event(0, "cancel", "circuit_breaker")], **truth)[0] == "early"
 
 
 def test_classify_tool_not_loop() -> None:
     assert classify_tool("not-loop", []) == ("clean", None)
-    assert classify_tool("not-loop", [Event(1, "notice", "D1"), Event(2, "notice", "D4")]) == ("clean", None)
-    assert classify_tool("not-loop", [Event(1, "notice", "D1"), Event(3, "deny", "D1")]) == (
-        "false_positive",
-        Event(3, "deny", "D1"),
+    assert classify_tool("not-loop", [Event(1, "notice", "repeat"), Event(2, "notice", "no_progress")]) == (
+        "clean",
+        None,
     )
-    assert classify_tool("not-loop", [Event(2, "cancel", "I5")])[0] == "false_positive"
+    assert classify_tool("not-loop", [Event(1, "notice", "repeat"), Event(3, "deny", "repeat")]) == (
+        "false_positive",
+        Event(3, "deny", "repeat"),
+    )
+    assert classify_tool("not-loop", [Event(2, "cancel", "circuit_breaker")])[0] == "false_positive"
 
 
 # --------------------------------------------------------------------------- text replay
@@ -353,7 +356,7 @@ class FakeGuard:
     def before_call(self, session_id: str, tool: str, args: Any) -> Any:
         self.log.append(("before", session_id, tool))
         _, n = self.seen.get(tool + json.dumps(args), (None, 0))
-        return self.Obj("deny", kind="I3") if n >= 2 else self.Obj("allow")
+        return self.Obj("deny", kind="locked") if n >= 2 else self.Obj("allow")
 
     def after_call(self, session_id: str, tool: str, args: Any, result: Any, *, error: bool = False) -> list[Any]:
         self.log.append(("after", session_id, tool, str(error)))
@@ -361,7 +364,7 @@ class FakeGuard:
         last, n = self.seen.get(key, (None, 0))
         n = n + 1 if last == (result, error) else 1
         self.seen[key] = ((result, error), n)
-        return [self.Obj("notice", kind="I1", rule="D1")] if n == 2 else []
+        return [self.Obj("notice", kind="reminder", rule="repeat")] if n == 2 else []
 
 
 def tool_case(verdict: str, calls: list[ToolCall], **truth: int) -> Case:
@@ -373,13 +376,13 @@ def test_tool_replay_protocol_with_a_fake_guard() -> None:
     calls = [ToolCall("bash", {"cmd": "npm ci"}, "ok"), build, build, build, build]
     guard = FakeGuard()
     result = evaluate_tool_case(tool_case("loop", calls, loop_start_call=1, fire_by_call=3), guard)
-    # call 2 returns the same result again: notice (D1) at 2; call 3 is denied before it runs
+    # call 2 returns the same result again: notice (rule repeat) at 2; call 3 is denied before it runs
     assert [(e.at, e.action, e.detector) for e in result.events] == [
-        (2, "notice", "D1"),
-        (3, "deny", "I3"),
-        (4, "deny", "I3"),
+        (2, "notice", "repeat"),
+        (3, "deny", "locked"),
+        (4, "deny", "locked"),
     ]
-    assert (result.outcome, result.at, result.latency, result.detector, result.notices) == ("caught", 2, 1, "D1", 1)
+    assert (result.outcome, result.at, result.latency, result.detector, result.notices) == ("caught", 2, 1, "repeat", 1)
     steps = [entry[0] for entry in guard.log]
     assert steps == ["before", "after", "before", "after", "before", "after", "before", "before"]
     assert {entry[1] for entry in guard.log} == {"t.json"}
@@ -391,7 +394,7 @@ def test_tool_replay_protocol_with_a_fake_guard() -> None:
         "outcome": "caught",
         "at": 2,
         "latency": 1,
-        "detector": "D1",
+        "detector": "repeat",
         "notices": 1,
     }
 
@@ -401,7 +404,7 @@ def test_tool_not_loop_with_notices_is_clean_and_deny_is_false_positive() -> Non
     clean = evaluate_tool_case(tool_case("not-loop", [same, same]), FakeGuard())
     assert (clean.outcome, clean.at, clean.notices) == ("clean", None, 1)
     fp = evaluate_tool_case(tool_case("not-loop", [same, same, same]), FakeGuard())
-    assert (fp.outcome, fp.at, fp.latency, fp.detector) == ("false_positive", 2, None, "I3")
+    assert (fp.outcome, fp.at, fp.latency, fp.detector) == ("false_positive", 2, None, "locked")
 
 
 def test_tool_loop_fired_too_late_is_missed() -> None:

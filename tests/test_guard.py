@@ -1,4 +1,4 @@
-"""ToolGuard (spec §5.2, §7; seed 001 D1–D5 / I1–I5, seed 002 ②b ② ③, loopguard's cycles).
+"""ToolGuard (spec §5.2, §7; the rules of docs/rules.md: seed 001's, seed 002's, loopguard's cycles).
 
 Every test replays a hand-built call sequence and asserts the exact outcome:
 actions, kinds, rules, call indices, evidence numbers and hash prefixes
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from loopguard.errors import ConfigError
-from loopguard.guard import GUARD_KINDS, Decision, Intervention, ToolGuard, ToolGuardConfig
+from loopguard.guard import GUARD_KINDS, GUARD_RULES, Decision, Intervention, ToolGuard, ToolGuardConfig
 from loopguard.identity import action_fingerprint, call_hash, canonical_json
 from loopguard.results import DEFAULT_VOLATILE_FIELDS, normalize_result, result_digest
 
@@ -43,7 +43,7 @@ def check_decision(d: Decision) -> Decision:
     if d.kind is None:
         assert (d.action, d.reason, d.rule) == ("allow", "", "")
     else:
-        assert d.rule == GUARD_KINDS[d.kind]
+        assert d.rule == GUARD_KINDS[d.kind] and d.rule in GUARD_RULES
     if d.action != "allow":
         assert d.reason.startswith("[loopguard]")
     assert d.allowed == (d.action in ("allow", "notice"))
@@ -54,7 +54,7 @@ def check_decision(d: Decision) -> Decision:
 def check_interventions(ivs: list[Intervention]) -> list[Intervention]:
     for i in ivs:
         assert i.action in ("notice", "cancel")
-        assert i.rule == GUARD_KINDS[i.kind]
+        assert i.rule == GUARD_KINDS[i.kind] and i.rule in GUARD_RULES
         assert i.source == "loopguard"
         assert i.text.startswith("[loopguard]")
         json.dumps(i.to_dict())
@@ -96,11 +96,37 @@ def summary(ivs: list[Intervention]) -> list[tuple[str, str, str, int]]:
 
 
 def relaxed(**more: Any) -> dict[str, Any]:
-    """D1 relaxed so other rules can be seen (progress_resets_repeats stays default)."""
+    """The ``repeat`` rule relaxed so other rules can be seen (progress_resets_repeats stays default)."""
     return {"repeat_limit": 100, **more}
 
 
 # =========================================================================== public surface
+
+
+def test_rules_are_names_and_every_rule_produced_is_one() -> None:
+    """``Decision.rule`` / ``Intervention.rule`` are rule names (``GUARD_RULES``), never seed codes."""
+    import loopguard
+
+    assert loopguard.GUARD_RULES is GUARD_RULES and "GUARD_RULES" in loopguard.__all__
+    assert set(GUARD_KINDS.values()) == set(GUARD_RULES) and len(set(GUARD_RULES)) == len(GUARD_RULES)
+    assert all(re.fullmatch(r"[a-z]+(_[a-z]+)*", rule) for rule in GUARD_RULES)
+    now = [0.0]
+    guard = ToolGuard(ToolGuardConfig(circuit_break_after=3, repeat_call_limit=4), clock=lambda: now[0])
+    t = Harness(guard)
+    t.call("grep", {"pattern": "x"})  # unscoped_search
+    for _ in range(4):
+        t.call("read", {"path": "a"}, "same")  # repeat, then repeat_streak
+    for i in range(8):  # drift / no_progress / cycle / circuit_breaker on an A-B-A-B loop
+        t.call("probe", {"n": i % 2}, FIVE)
+    t.call("run", {"cmd": "x"}, "Traceback: boom in x.py", error=True)
+    for i in range(3):
+        t.call(f"other{i}", {}, f"r{i}")  # error_avoidance
+    now[0] += 3600
+    stall = guard.check_stall("s")
+    strikes = [guard.strike("s", "text_loop") for _ in range(2)]
+    produced = {d.rule for d in t.decisions if d.kind} | {i.rule for ivs in t.interventions for i in ivs}
+    produced |= {iv.rule for iv in (stall, *strikes) if iv is not None}
+    assert produced == set(GUARD_RULES)
 
 
 def test_spec_public_surface_exports_toolguard() -> None:
@@ -143,7 +169,7 @@ def test_d1_second_identical_result_is_an_i1_notice_third_request_denied() -> No
     assert (d0.action, d0.kind, d0.call_index, i0) == ("allow", None, 0, [])
     d1, i1 = t.call("grep", GREP, GREP_RESULT)
     assert (d1.action, d1.call_index) == ("allow", 1)
-    assert summary(i1) == [("notice", "repeat", "D1", 1)]
+    assert summary(i1) == [("notice", "repeat", "repeat", 1)]
     assert i1[0].evidence == {"count": 2, "hash": h16(GREP_RESULT)}
     assert i1[0].tool == "grep"
     assert i1[0].text == (
@@ -152,7 +178,7 @@ def test_d1_second_identical_result_is_an_i1_notice_third_request_denied() -> No
         f"call will be blocked. Use the result you already have and take a different step."
     )
     d2 = t.request("grep", GREP)
-    assert (d2.action, d2.kind, d2.rule, d2.call_index, d2.tool) == ("deny", "repeat", "D1", 2, "grep")
+    assert (d2.action, d2.kind, d2.rule, d2.call_index, d2.tool) == ("deny", "repeat", "repeat", 2, "grep")
     assert d2.evidence == {"count": 2, "limit": 2, "hash": h16(GREP_RESULT), "replay": False}
     assert re.search(r"\(hash [0-9a-f]{16}\)", d2.reason)
     assert d2.reason == (
@@ -187,14 +213,14 @@ def test_d1_escape_run_same_result_locks_the_key() -> None:
     t.call("grep", GREP, GREP_RESULT)
     assert t.request("grep", GREP).action == "deny"
     d3, i3 = t.call("grep", GREP, GREP_RESULT)  # insisting right after the deny
-    assert (d3.action, d3.kind, d3.rule, d3.call_index, d3.reason) == ("allow", "repeat", "D1", 3, "")
+    assert (d3.action, d3.kind, d3.rule, d3.call_index, d3.reason) == ("allow", "repeat", "repeat", 3, "")
     assert d3.evidence == {"escape_run": True, "count": 2, "hash": h16(GREP_RESULT)}
-    assert summary(i3) == [("notice", "locked", "D1", 3)]
+    assert summary(i3) == [("notice", "locked", "repeat", 3)]
     assert i3[0].evidence == {"count": 3, "hash": h16(GREP_RESULT)}
     assert h16(GREP_RESULT) in i3[0].text and "blocked for the rest of this session" in i3[0].text
     for index in range(4, 14):
         d = t.request("grep", GREP)
-        assert (d.action, d.kind, d.rule, d.call_index) == ("deny", "locked", "D1", index)
+        assert (d.action, d.kind, d.rule, d.call_index) == ("deny", "locked", "repeat", index)
         assert d.evidence == {"count": 3, "hash": h16(GREP_RESULT), "locked": True}
         assert NO_ESCAPE in d.reason and ESCAPE not in d.reason
         assert "Arguments:" not in d.reason
@@ -212,7 +238,7 @@ def test_d1_escape_run_with_a_different_result_resets_the_chain() -> None:
     d4, i4 = t.call("grep", GREP, r2)  # count 2
     assert (d4.action, d4.kind, i4) == ("allow", None, [])
     d5, i5 = t.call("grep", GREP, r2)  # count 3 = repeat_limit + grace
-    assert d5.action == "allow" and summary(i5) == [("notice", "repeat", "D1", 5)]
+    assert d5.action == "allow" and summary(i5) == [("notice", "repeat", "repeat", 5)]
     assert i5[0].evidence == {"count": 3, "hash": h16(r2)}
     d6 = t.request("grep", GREP)
     assert (d6.action, d6.kind, d6.evidence) == (
@@ -231,7 +257,7 @@ def test_d1_escape_run_different_result_with_polling_grace_zero_counts_from_one(
     t.request("grep", GREP)
     t.call("grep", GREP, r2)  # escape run, new chain: count 1
     d4, i4 = t.call("grep", GREP, r2)  # count 2
-    assert summary(i4) == [("notice", "repeat", "D1", 4)] and i4[0].evidence["count"] == 2
+    assert summary(i4) == [("notice", "repeat", "repeat", 4)] and i4[0].evidence["count"] == 2
     assert t.request("grep", GREP).action == "deny"
 
 
@@ -260,7 +286,7 @@ def test_d1_polling_grace_gives_a_changed_key_one_more_identical_result() -> Non
     d2, i2 = t.call("rollout_status", args, "2 of 6 ready")  # count 2 < 2 + grace
     assert (d2.action, i2) == ("allow", [])
     d3, i3 = t.call("rollout_status", args, "2 of 6 ready")  # allowed: the grace call
-    assert d3.action == "allow" and summary(i3) == [("notice", "repeat", "D1", 3)]
+    assert d3.action == "allow" and summary(i3) == [("notice", "repeat", "repeat", 3)]
     assert i3[0].evidence == {"count": 3, "hash": h16("2 of 6 ready")}
     d4 = t.request("rollout_status", args)
     assert (d4.action, d4.kind, d4.evidence["limit"], d4.evidence["count"]) == ("deny", "repeat", 3, 3)
@@ -272,7 +298,7 @@ def test_d1_polling_grace_zero_is_the_seed_rule() -> None:
     t.call("rollout_status", args, "1 of 6 ready")
     t.call("rollout_status", args, "2 of 6 ready")
     d2, i2 = t.call("rollout_status", args, "2 of 6 ready")
-    assert summary(i2) == [("notice", "repeat", "D1", 2)]
+    assert summary(i2) == [("notice", "repeat", "repeat", 2)]
     d3 = t.request("rollout_status", args)
     assert (d3.action, d3.evidence["limit"], d3.evidence["count"]) == ("deny", 2, 2)
 
@@ -288,7 +314,7 @@ def test_d1_progress_resets_repeats_after_an_edit_rerunning_the_test_is_allowed(
     d4, i4 = t.call("bash", test, fail)
     assert (d4.action, i4) == ("allow", [])
     d5, i5 = t.call("bash", test, fail)  # now two identical results in a row with nothing in between
-    assert d5.action == "allow" and summary(i5) == [("notice", "repeat", "D1", 5)]
+    assert d5.action == "allow" and summary(i5) == [("notice", "repeat", "repeat", 5)]
     assert t.request("bash", test).action == "deny"
 
 
@@ -298,7 +324,7 @@ def test_d1_progress_resets_repeats_false_is_the_seed_rule() -> None:
     t.call("bash", test, fail)
     t.call("edit", {"path": "a.py", "old": "x", "new": "y"}, "edited a.py")
     d2, i2 = t.call("bash", test, fail)
-    assert summary(i2) == [("notice", "repeat", "D1", 2)]
+    assert summary(i2) == [("notice", "repeat", "repeat", 2)]
     d3 = t.request("bash", test)
     assert (d3.action, d3.kind, d3.call_index) == ("deny", "repeat", 3)
 
@@ -322,7 +348,7 @@ def test_d1_notice_only_turns_every_deny_into_a_notice() -> None:
     t.call("grep", GREP, GREP_RESULT)
     for index in range(2, 8):
         d, _ = t.call("grep", GREP, GREP_RESULT)
-        assert (d.action, d.kind, d.rule, d.call_index) == ("notice", "repeat", "D1", index)
+        assert (d.action, d.kind, d.rule, d.call_index) == ("notice", "repeat", "repeat", index)
         assert d.allowed
         assert d.reason.startswith("[loopguard] Duplicate tool call blocked: `grep`")
         assert d.evidence["count"] == index  # every run counts
@@ -334,7 +360,7 @@ def test_d1_repeat_limit_3() -> None:
     assert t.call("grep", GREP, GREP_RESULT)[1] == []
     assert t.call("grep", GREP, GREP_RESULT)[1] == []
     d2, i2 = t.call("grep", GREP, GREP_RESULT)
-    assert summary(i2) == [("notice", "repeat", "D1", 2)] and i2[0].evidence["count"] == 3
+    assert summary(i2) == [("notice", "repeat", "repeat", 2)] and i2[0].evidence["count"] == 3
     d3 = t.request("grep", GREP)
     assert (d3.action, d3.call_index, d3.evidence) == (
         "deny",
@@ -348,7 +374,7 @@ def test_d1_arguments_as_json_string_and_reordered_dict_are_one_key() -> None:
     t = Harness()
     t.call("grep", '{"pattern": "needle", "path": "src"}', GREP_RESULT)
     d1, i1 = t.call("grep", {"path": "src", "pattern": "needle"}, GREP_RESULT)
-    assert summary(i1) == [("notice", "repeat", "D1", 1)]
+    assert summary(i1) == [("notice", "repeat", "repeat", 1)]
     d2 = t.request("grep", '{"path":"src","pattern":"needle"}')
     assert (d2.action, d2.kind) == ("deny", "repeat")
     assert call_hash("grep", '{"pattern": "needle", "path": "src"}') == call_hash(
@@ -375,10 +401,12 @@ def test_results_differing_only_in_request_id_and_timestamp_are_the_same() -> No
     assert result_digest(da) == result_digest(db)
     t = Harness()
     t.call("http_get", {"url": "https://api.example.com/x"}, a)
-    assert summary(t.call("http_get", {"url": "https://api.example.com/x"}, b)[1]) == [("notice", "repeat", "D1", 1)]
+    assert summary(t.call("http_get", {"url": "https://api.example.com/x"}, b)[1]) == [
+        ("notice", "repeat", "repeat", 1)
+    ]
     t.call("api", {"op": 1}, da)
     _, ivs = t.call("api", {"op": 1}, db)
-    assert summary(ivs) == [("notice", "repeat", "D1", 3)]
+    assert summary(ivs) == [("notice", "repeat", "repeat", 3)]
     assert ivs[0].evidence["hash"] == h16(da) == h16(db)
 
 
@@ -396,7 +424,7 @@ def test_volatile_result_fields_by_tool_replaces_the_default_for_matching_tools(
     assert cfg.volatile_fields_for("bash") == tuple(DEFAULT_VOLATILE_FIELDS)
     t = Harness(ToolGuard(cfg))
     t.call("http_get", {"u": 1}, {"body": "x", "nonce": "n1"})
-    assert summary(t.call("http_get", {"u": 1}, {"body": "x", "nonce": "n2"})[1]) == [("notice", "repeat", "D1", 1)]
+    assert summary(t.call("http_get", {"u": 1}, {"body": "x", "nonce": "n2"})[1]) == [("notice", "repeat", "repeat", 1)]
     # request_id is no longer volatile for http_*:
     t.call("http_get", {"u": 2}, {"body": "x", "request_id": "r1"})
     assert t.call("http_get", {"u": 2}, {"body": "x", "request_id": "r2"})[1] == []
@@ -404,7 +432,9 @@ def test_volatile_result_fields_by_tool_replaces_the_default_for_matching_tools(
     t.call("fetch", {"u": 1}, {"body": "x", "nonce": "n1"})
     assert t.call("fetch", {"u": 1}, {"body": "x", "nonce": "n2"})[1] == []
     t.call("fetch", {"u": 2}, {"body": "x", "request_id": "r1"})
-    assert summary(t.call("fetch", {"u": 2}, {"body": "x", "request_id": "r2"})[1]) == [("notice", "repeat", "D1", 7)]
+    assert summary(t.call("fetch", {"u": 2}, {"body": "x", "request_id": "r2"})[1]) == [
+        ("notice", "repeat", "repeat", 7)
+    ]
 
 
 def test_normalize_results_false_makes_request_id_matter() -> None:
@@ -415,7 +445,7 @@ def test_normalize_results_false_makes_request_id_matter() -> None:
     _, ivs = t.call("api", {"op": 2}, {"error": "quota", "request_id": "r3"})
     raw = result_digest({"error": "quota", "request_id": "r3"}, volatile_fields=None)
     assert raw != result_digest({"error": "quota", "request_id": "r3"})
-    assert summary(ivs) == [("notice", "repeat", "D1", 3)] and ivs[0].evidence["hash"] == raw[:16]
+    assert summary(ivs) == [("notice", "repeat", "repeat", 3)] and ivs[0].evidence["hash"] == raw[:16]
 
 
 def test_bytes_results_utf8_and_not_utf8() -> None:
@@ -423,12 +453,12 @@ def test_bytes_results_utf8_and_not_utf8() -> None:
     t = Harness()
     t.call("cat", {"path": "a"}, "données\n".encode())
     _, ivs = t.call("cat", {"path": "a"}, "données\n")
-    assert summary(ivs) == [("notice", "repeat", "D1", 1)]
+    assert summary(ivs) == [("notice", "repeat", "repeat", 1)]
     blob = b"\xff\xfe\x00binary\x80"
     assert result_digest(blob) == result_digest(bytearray(blob)) != result_digest(blob + b"!")
     t.call("cat", {"path": "b"}, blob)
     _, ivs = t.call("cat", {"path": "b"}, blob)
-    assert summary(ivs) == [("notice", "repeat", "D1", 3)] and ivs[0].evidence["hash"] == h16(blob)
+    assert summary(ivs) == [("notice", "repeat", "repeat", 3)] and ivs[0].evidence["hash"] == h16(blob)
     t.call("cat", {"path": "c"}, blob)
     assert t.call("cat", {"path": "c"}, blob + b"!")[1] == []
 
@@ -449,7 +479,7 @@ def test_d1_prime_replay_lowers_the_deny_threshold_to_1() -> None:
     d0, i0 = t.call("grep", GREP, GREP_RESULT)
     assert (d0.action, i0) == ("allow", [])
     d1 = t.request("grep", GREP)
-    assert (d1.action, d1.kind, d1.rule, d1.call_index) == ("deny", "repeat", "D1", 1)
+    assert (d1.action, d1.kind, d1.rule, d1.call_index) == ("deny", "repeat", "repeat", 1)
     assert d1.evidence == {"count": 1, "limit": 1, "hash": h16(GREP_RESULT), "replay": True}
     assert "Your last two steps were replayed verbatim (reasoning, text and calls), so the limit is 1." in d1.reason
     assert "already executed 1 times" in d1.reason and ESCAPE in d1.reason
@@ -474,7 +504,7 @@ def test_d1_prime_a_differing_attempt_turns_replay_off() -> None:
     assert g.replay_mode("s") is False
     t.call("grep", GREP, GREP_RESULT)
     d, ivs = t.call("grep", GREP, GREP_RESULT)  # limit back to 2
-    assert d.action == "allow" and summary(ivs) == [("notice", "repeat", "D1", 1)]
+    assert d.action == "allow" and summary(ivs) == [("notice", "repeat", "repeat", 1)]
     # a different tool call with the same text also differs
     g.observe_attempt("s", reasoning=LONG_REASONING, tool_calls=[("grep", GREP)])
     assert g.observe_attempt("s", reasoning=LONG_REASONING, tool_calls=[("grep", {**GREP, "path": "lib"})]) is False
@@ -497,7 +527,7 @@ def test_d2_two_keys_same_five_line_result_is_drift() -> None:
     t = Harness(drift_confirm=False)  # seed 001: every near-copy
     assert t.call("lookup", {"q": "a"}, FIVE)[1] == []
     _, ivs = t.call("lookup", {"q": "b"}, FIVE)
-    assert summary(ivs) == [("notice", "drift", "D2", 1)]
+    assert summary(ivs) == [("notice", "drift", "drift", 1)]
     assert ivs[0].evidence == {"overlap": 1.0, "lines": 5}
     assert ivs[0].text == (
         "[loopguard] `lookup` returned the same lines as an earlier `lookup` call (100% line overlap, "
@@ -522,7 +552,7 @@ def test_d2_jaccard_exactly_at_threshold_fires() -> None:
     t = Harness(drift_confirm=False)
     t.call("lookup", {"q": "a"}, lines(10))
     _, ivs = t.call("lookup", {"q": "b"}, lines(9))
-    assert summary(ivs) == [("notice", "drift", "D2", 1)]
+    assert summary(ivs) == [("notice", "drift", "drift", 1)]
     assert ivs[0].evidence == {"overlap": 0.9, "lines": 9}
 
 
@@ -535,11 +565,11 @@ def test_d2_jaccard_below_threshold_does_not_fire() -> None:
     t = Harness(overlap_threshold=0.8, drift_confirm=False)
     t.call("lookup", {"q": "a"}, lines(10))
     _, ivs = t.call("lookup", {"q": "b"}, lines(8))
-    assert summary(ivs) == [("notice", "drift", "D2", 1)] and ivs[0].evidence == {"overlap": 0.8, "lines": 8}
+    assert summary(ivs) == [("notice", "drift", "drift", 1)] and ivs[0].evidence == {"overlap": 0.8, "lines": 8}
 
 
 def test_d2_only_within_overlap_window() -> None:
-    for fillers, expected in ((9, [("notice", "drift", "D2", 10)]), (10, [])):
+    for fillers, expected in ((9, [("notice", "drift", "drift", 10)]), (10, [])):
         t = Harness(drift_confirm=False)
         t.call("lookup", {"q": "a"}, FIVE)
         for i in range(fillers):
@@ -582,7 +612,7 @@ def test_d3_failure_then_three_non_remedial_calls() -> None:
     assert t.call("grep", {"pattern": "foo", "path": "src"}, "src/b.py:3: foo")[1] == []
     assert t.call("grep", {"pattern": "bar", "path": "src"}, "src/b.py:9: bar")[1] == []
     _, ivs = t.call("bash", {"command": "ls"}, "a.py b.py")
-    assert summary(ivs) == [("notice", "error_avoidance", "D3", 3)]
+    assert summary(ivs) == [("notice", "error_avoidance", "error_avoidance", 3)]
     assert ivs[0].evidence == {"steps": 3} and ivs[0].tool == "bash"
     assert ivs[0].text.startswith(
         "[loopguard] `edit` failed 3 calls ago and nothing since has addressed the error (no `read`"
@@ -616,7 +646,7 @@ def test_d3_error_watch_steps_config_and_a_later_failure_starts_a_new_watch() ->
     t.call("fetch", {"url": "https://example.com/doc"}, "y", error=True)  # new watch
     assert t.call("bash", {"command": "pwd"}, "/w")[1] == []
     _, ivs = t.call("bash", {"command": "whoami"}, "me")
-    assert summary(ivs) == [("notice", "error_avoidance", "D3", 4)] and ivs[0].evidence == {"steps": 2}
+    assert summary(ivs) == [("notice", "error_avoidance", "error_avoidance", 4)] and ivs[0].evidence == {"steps": 2}
     assert "`fetch` failed 2 calls ago" in ivs[0].text
 
 
@@ -630,7 +660,7 @@ def test_d4_anchor_after_five_calls_without_new_information_and_a_new_result_res
     for i in range(1, 5):
         assert t.call("status", args, "same")[1] == [], i
     _, ivs = t.call("status", args, "same")  # 5th call without new information
-    assert summary(ivs) == [("notice", "no_progress", "D4", 5)]
+    assert summary(ivs) == [("notice", "no_progress", "no_progress", 5)]
     assert ivs[0].evidence == {"window": 5}
     text = ivs[0].text
     assert text.startswith("[loopguard] The last 5 tool calls brought no new information.")
@@ -641,14 +671,14 @@ def test_d4_anchor_after_five_calls_without_new_information_and_a_new_result_res
     for i in range(10, 14):
         assert t.call("status", args, "same")[1] == [], i
     _, ivs = t.call("status", args, "same")
-    assert summary(ivs) == [("notice", "no_progress", "D4", 14)]
+    assert summary(ivs) == [("notice", "no_progress", "no_progress", 14)]
 
 
 def test_d4_anchor_window_config() -> None:
     t = Harness(**relaxed(anchor_window=2))
     t.call("status", {}, "same")
     assert t.call("status", {}, "same")[1] == []
-    assert summary(t.call("status", {}, "same")[1]) == [("notice", "no_progress", "D4", 2)]
+    assert summary(t.call("status", {}, "same")[1]) == [("notice", "no_progress", "no_progress", 2)]
 
 
 # =========================================================================== D5 unscoped search
@@ -657,7 +687,7 @@ def test_d4_anchor_window_config() -> None:
 def test_d5_grep_without_scope_is_denied() -> None:
     t = Harness(circuit_break_after=1000)
     d = t.request("grep", {"pattern": "TODO"})
-    assert (d.action, d.kind, d.rule, d.call_index) == ("deny", "unscoped_search", "D5", 0)
+    assert (d.action, d.kind, d.rule, d.call_index) == ("deny", "unscoped_search", "unscoped_search", 0)
     assert d.evidence == {"scope_fields": ["path", "include"]}
     assert d.reason == (
         "[loopguard] Unscoped search blocked: `grep` without `path` / `include` would search everything "
@@ -703,7 +733,7 @@ def test_i5_consecutive_denies_without_progress_cancel() -> None:
         d = t.request("grep", {"pattern": f"p{index}"})
         assert (d.action, d.kind) == ("deny", "unscoped_search")
     d = t.request("grep", {"pattern": "p5"})
-    assert (d.action, d.kind, d.rule, d.call_index) == ("cancel", "circuit_breaker", "I5", 5)
+    assert (d.action, d.kind, d.rule, d.call_index) == ("cancel", "circuit_breaker", "circuit_breaker", 5)
     assert d.evidence == {"scope_fields": ["path", "include"], "interventions": 6}
     assert d.reason.startswith("[loopguard] Unscoped search blocked")
     assert d.reason.endswith(
@@ -731,14 +761,14 @@ def test_i5_breaker_as_an_intervention_after_a_call() -> None:
     t = Harness(drift_confirm=False)
     t.call("lookup", {"q": 0}, FIVE)
     for i in range(1, 5):
-        assert summary(t.call("lookup", {"q": i}, FIVE)[1]) == [("notice", "drift", "D2", i)]
+        assert summary(t.call("lookup", {"q": i}, FIVE)[1]) == [("notice", "drift", "drift", i)]
     assert summary(t.call("lookup", {"q": 5}, FIVE)[1]) == [
-        ("notice", "drift", "D2", 5),
-        ("notice", "no_progress", "D4", 5),
+        ("notice", "drift", "drift", 5),
+        ("notice", "no_progress", "no_progress", 5),
     ]
     d, ivs = t.call("lookup", {"q": 6}, FIVE)
     assert d.action == "allow"
-    assert summary(ivs) == [("notice", "drift", "D2", 6), ("cancel", "circuit_breaker", "I5", 6)]
+    assert summary(ivs) == [("notice", "drift", "drift", 6), ("cancel", "circuit_breaker", "circuit_breaker", 6)]
     assert ivs[1].evidence == {"interventions": 6} and ivs[1].tool == "lookup"
 
 
@@ -751,7 +781,7 @@ def test_i5_d1_lock_sequence_breaker() -> None:
     assert t.request("grep", GREP).kind == "locked"  # (4)
     assert t.request("grep", GREP).kind == "locked"  # (5)
     d = t.request("grep", GREP)  # (6)
-    assert (d.action, d.kind, d.rule, d.call_index) == ("cancel", "circuit_breaker", "I5", 6)
+    assert (d.action, d.kind, d.rule, d.call_index) == ("cancel", "circuit_breaker", "circuit_breaker", 6)
     assert d.evidence == {"count": 3, "hash": h16(GREP_RESULT), "locked": True, "interventions": 6}
     assert d.reason.startswith("[loopguard] Duplicate tool call blocked") and "Circuit breaker: 6" in d.reason
 
@@ -811,8 +841,8 @@ def test_cycle_with_default_config_d1_fires_first() -> None:
         [],
         [],
         [],
-        [("notice", "repeat", "D1", 3)],
-        [("notice", "repeat", "D1", 4)],
+        [("notice", "repeat", "repeat", 3)],
+        [("notice", "repeat", "repeat", 4)],
     ]
     d = t.request(*B[:2])
     assert (d.action, d.kind, d.call_index) == ("deny", "repeat", 5)
@@ -826,7 +856,7 @@ def test_cycle_period_2_notice_after_3_periods_and_deny_after_5() -> None:
         assert d.action == "allow", i
         got += summary(ivs)
     # 6 executions = 3 full periods → notice at call 5; the anchor (D4) at call 6
-    assert got == [("notice", "cycle", "cycle", 5), ("notice", "no_progress", "D4", 6)]
+    assert got == [("notice", "cycle", "cycle", 5), ("notice", "no_progress", "no_progress", 6)]
     cyc = t.interventions[5][0]
     assert cyc.evidence == {"period": 2, "periods": 3}
     assert cyc.text == (
@@ -872,9 +902,9 @@ def test_cycle_period_3() -> None:
         assert d.action == "allow", i
         got += summary(ivs)
     assert got == [
-        ("notice", "no_progress", "D4", 7),
+        ("notice", "no_progress", "no_progress", 7),
         ("notice", "cycle", "cycle", 8),
-        ("notice", "no_progress", "D4", 12),
+        ("notice", "no_progress", "no_progress", 12),
     ]
     assert t.interventions[8][0].evidence == {"period": 3, "periods": 3}
     assert "(`read` → `bash` → `lookup`)" in t.interventions[8][0].text
@@ -903,7 +933,7 @@ def test_repeat_streak_six_identical_fingerprints_cancel() -> None:
         d, ivs = t.call("bash", bash_described(i), "total 0")
         assert (d.action, ivs) == ("allow", []), i
     d = t.request("bash", bash_described(5))
-    assert (d.action, d.kind, d.rule, d.call_index) == ("cancel", "repeat_streak", "②b", 5)
+    assert (d.action, d.kind, d.rule, d.call_index) == ("cancel", "repeat_streak", "repeat_streak", 5)
     assert d.evidence == {"count": 6, "limit": 6, "fingerprint": action_fingerprint("bash", bash_described(5))[:12]}
     assert action_fingerprint("bash", bash_described(0)) == action_fingerprint("bash", bash_described(5))
     assert d.reason == (
@@ -970,7 +1000,7 @@ def test_stall_notice_once_then_note_progress_resets() -> None:
     now[0] = 600.0
     iv = g.check_stall("s")
     assert iv is not None
-    assert (iv.action, iv.kind, iv.rule, iv.tool, iv.call_index) == ("notice", "stalled", "②", "", -1)
+    assert (iv.action, iv.kind, iv.rule, iv.tool, iv.call_index) == ("notice", "stalled", "stall", "", -1)
     assert iv.evidence == {"idle_seconds": 600.0, "pending_tools": 0, "strikes": 1}
     assert iv.text == "[loopguard] No progress for 10 minutes. The turn looks stalled."
     now[0] = 900.0
@@ -1020,7 +1050,7 @@ def test_strikes_twice_within_the_window_cancel() -> None:
     now[0] = 120 * 60.0  # exactly at the window's edge: still within
     iv = g.strike("s", "repeat_streak")
     assert iv is not None
-    assert (iv.action, iv.kind, iv.rule) == ("cancel", "strikes", "③")
+    assert (iv.action, iv.kind, iv.rule) == ("cancel", "strikes", "strikes")
     assert iv.evidence == {"strikes": 2, "kinds": ["text_loop", "repeat_streak"]}
     assert iv.text == (
         "[loopguard] 2 strong loop signals (text_loop, repeat_streak) within 120 minutes: the turn is cancelled."
@@ -1095,12 +1125,12 @@ def test_exclude_empty_tracks_job_output() -> None:
 def test_sessions_never_share_state() -> None:
     t = Harness()
     t.call("grep", GREP, GREP_RESULT, sid="s1")
-    assert summary(t.call("grep", GREP, GREP_RESULT, sid="s1")[1]) == [("notice", "repeat", "D1", 1)]
+    assert summary(t.call("grep", GREP, GREP_RESULT, sid="s1")[1]) == [("notice", "repeat", "repeat", 1)]
     d, ivs = t.call("grep", GREP, GREP_RESULT, sid="s2")
     assert (d.call_index, ivs) == (0, [])
     assert t.request("grep", GREP, sid="s1").action == "deny"
     d, ivs = t.call("grep", GREP, GREP_RESULT, sid="s2")
-    assert (d.action, summary(ivs)) == ("allow", [("notice", "repeat", "D1", 1)])
+    assert (d.action, summary(ivs)) == ("allow", [("notice", "repeat", "repeat", 1)])
     assert len(t.guard) == 2
 
 
@@ -1155,7 +1185,7 @@ def test_call_id_dedupe_decides_once_and_counts_once() -> None:
         assert first.call_index == n
         ivs = g.after_call("s", "grep", GREP, GREP_RESULT, call_id=cid)
         assert g.after_call("s", "grep", GREP, GREP_RESULT, call_id=cid) == []
-        assert summary(ivs) == ([] if n == 0 else [("notice", "repeat", "D1", 1)])
+        assert summary(ivs) == ([] if n == 0 else [("notice", "repeat", "repeat", 1)])
     d = g.before_call("s", "grep", GREP, call_id="call-2")
     assert (d.action, d.call_index, d.evidence["count"]) == ("deny", 2, 2)
     assert g.pending_tools("s") == 0
@@ -1175,7 +1205,7 @@ def test_call_id_attributes_interleaved_results_to_their_request() -> None:
     g.before_call("s", "grep", GREP, call_id="a1")  # index 1
     g.before_call("s", "read", {"path": "b.py"}, call_id="b")  # index 2, in parallel
     ivs = g.after_call("s", "grep", GREP, GREP_RESULT, call_id="a1")
-    assert summary(ivs) == [("notice", "repeat", "D1", 1)]
+    assert summary(ivs) == [("notice", "repeat", "repeat", 1)]
 
 
 # =========================================================================== language
@@ -1472,7 +1502,7 @@ def test_non_json_string_args_work() -> None:
     args = "ls -la && echo {not json"
     t.call("bash", args, "total 0")
     _, ivs = t.call("bash", args, "total 0")
-    assert summary(ivs) == [("notice", "repeat", "D1", 1)]
+    assert summary(ivs) == [("notice", "repeat", "repeat", 1)]
     d = t.request("bash", args)
     assert d.action == "deny" and 'Arguments: "ls -la && echo {not json"' in d.reason
 
@@ -1483,7 +1513,7 @@ def test_huge_result_works() -> None:
     t = Harness()
     t.call("bash", {"command": "cat big.log"}, big)
     _, ivs = t.call("bash", {"command": "cat big.log"}, big)
-    assert summary(ivs) == [("notice", "repeat", "D1", 1)] and ivs[0].evidence["hash"] == h16(big)
+    assert summary(ivs) == [("notice", "repeat", "repeat", 1)] and ivs[0].evidence["hash"] == h16(big)
     d = t.request("bash", {"command": "cat big.log"})
     shown = re.search(r"Previous result \(preserved in the conversation above\): ([^\n]*)\n", d.reason).group(1)  # type: ignore[union-attr]
     assert shown.startswith("line 0000000 of a large tool output") and len(shown) <= 241
@@ -1497,9 +1527,9 @@ def test_nan_and_non_json_results_work() -> None:
     nan = float("nan")
     t = Harness()
     t.call("calc", {"x": 1}, {"value": nan})
-    assert summary(t.call("calc", {"x": 1}, {"value": nan})[1]) == [("notice", "repeat", "D1", 1)]
+    assert summary(t.call("calc", {"x": 1}, {"value": nan})[1]) == [("notice", "repeat", "repeat", 1)]
     t.call("obj", {"x": 1}, {"value": Thing(), "s": {1, 2}})
-    assert summary(t.call("obj", {"x": 1}, {"value": Thing(), "s": {1, 2}})[1]) == [("notice", "repeat", "D1", 3)]
+    assert summary(t.call("obj", {"x": 1}, {"value": Thing(), "s": {1, 2}})[1]) == [("notice", "repeat", "repeat", 3)]
     d, ivs = t.call("calc", {"x": nan, "o": Thing()}, [nan, float("inf")])
     assert (d.action, ivs) == ("allow", [])
     assert result_digest({"value": nan}) != result_digest({"value": None})
@@ -1540,7 +1570,7 @@ def test_d1_error_flag_is_part_of_the_result() -> None:
 
 def test_d5_notice_only_runs_the_search_with_a_notice() -> None:
     d, ivs = Harness(notice_only=True).call("grep", {"pattern": "x"}, "a.py:1: x")
-    assert (d.action, d.kind, d.rule, ivs) == ("notice", "unscoped_search", "D5", [])
+    assert (d.action, d.kind, d.rule, ivs) == ("notice", "unscoped_search", "unscoped_search", [])
     assert Harness().request("grep", '{"pattern": "x", "path": "src"}').action == "allow"  # JSON-string args
 
 

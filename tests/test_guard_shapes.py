@@ -384,7 +384,7 @@ def test_d5_reads_the_parsed_command(tool: str, args: Any, config: dict[str, Any
     d = ToolGuard(ToolGuardConfig(**config)).before_call("s", tool, args)
     assert d.action == action
     if action != "allow":
-        assert d.kind == "unscoped_search" and d.rule == "D5"
+        assert d.kind == "unscoped_search" and d.rule == "unscoped_search"
 
 
 def test_shell_identity_reads_the_parsed_command() -> None:

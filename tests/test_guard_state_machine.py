@@ -1,16 +1,30 @@
-"""A hypothesis state machine drives Session and ToolGuard against a small model of D1 (spec §5.2; seed 001).
+"""A hypothesis state machine drives Session and ToolGuard against an independent model of the
+``repeat`` rule (docs/spec.md §5.2; docs/rules.md).
 
 Session ``s1`` is driven through a :class:`loopguard.session.Session` (its
 ``tool_call`` / ``tool_result`` / ``start_turn`` / ``start_attempt`` /
 ``reset``), session ``s2`` through the bare :class:`ToolGuard` both share.
 
-The model keeps, per session and call key, the last result, how many
-executions in a row returned it, whether the last request was denied, the
-escape runs used, the lock, and whether the key's result ever changed; per
-session, the (key, result) pairs seen and a progress epoch (new information
-from a call never made before breaks every other key's chain).  Results are one-line strings, so D2 never
-applies; cycles, the repeat streak, D5 and the circuit breaker are set out of
-reach so that the only denials are D1's.
+The model is written from the rule's words, not from the guard's code: it keeps, per
+session, every result each call returned (a list per call), where each call's current chain
+of results starts, the requests the rule denied or let through as escape runs, and how many
+new actions (first executions of a call) the session has seen.  Everything the rule decides
+is read off those lists:
+
+* a call's *run* is how many of the latest results of its chain are equal;
+* its *limit* is ``repeat_limit``, plus ``polling_grace`` once two consecutive results of the
+  call ever differed in the session;
+* a request whose run reached the limit is denied -- unless the call's previous request was
+  denied and escape runs are left (``escape_runs`` per run of equal results): then it runs once;
+  an escape run that returns the same result again, with no escape runs left, locks the call;
+* the execution that brings the run to ``max(2, limit)`` (not an escape run) gets a ``repeat``
+  reminder; a locked call gets a ``locked`` one;
+* with ``progress_resets_repeats``, a new action since the call last ran or was requested
+  starts a new chain (and unlocks it).
+
+Results are one-line strings and the arguments have no words, so ``drift`` never applies;
+cycles, the repeat streak, ``unscoped_search`` and the circuit breaker are set out of reach
+so that the only denials are the ``repeat`` rule's.
 """
 
 from __future__ import annotations
@@ -20,7 +34,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from loopguard.guard import ToolGuard, ToolGuardConfig
+from loopguard.guard import GUARD_RULES, ToolGuard, ToolGuardConfig
 from loopguard.session import Session
 
 SESSIONS = ("s1", "s2")
@@ -30,96 +44,93 @@ RESULTS = ("r1", "r2", "r3")
 
 
 @dataclass
-class _Key:
-    last: str | None = None
-    same: int = 0
-    denied: bool = False
-    escapes: int = 0
-    escaping: bool = False
+class CallHistory:
+    """What one call (tool + arguments) did in one session."""
+
+    results: list[str] = field(default_factory=list)  # every result, oldest first
+    chain_start: int = 0  # index in ``results`` where the current chain starts
+    previous_denied: bool = False  # the call's last request was denied
+    escapes_used: int = 0  # escape runs since its results last changed
+    escaping: bool = False  # the pending execution is an escape run
     locked: bool = False
-    changed: bool = False
-    epoch: int = 0
+    actions_seen: int = 0  # the session's new actions when the call last ran or was requested
+
+    def run(self) -> int:
+        chain = self.results[self.chain_start :]
+        count = 0
+        for result in reversed(chain):
+            if result != chain[-1]:
+                break
+            count += 1
+        return count
+
+    def ever_changed(self) -> bool:
+        return any(a != b for a, b in zip(self.results, self.results[1:]))
 
 
 @dataclass
-class _Session:
-    keys: dict[tuple[str, int], _Key] = field(default_factory=dict)
-    seen: set[tuple[tuple[str, int], str]] = field(default_factory=set)
-    epoch: int = 0
+class SessionHistory:
+    calls: dict[tuple[str, int], CallHistory] = field(default_factory=dict)
+    new_actions: int = 0
 
 
 class Model:
-    """The D1 rules of guard.py, written as plainly as possible."""
+    """The ``repeat`` rule read off each call's list of results (see the module docstring)."""
 
     def __init__(self, repeat_limit: int, escape_runs: int, grace: int, resets: bool) -> None:
         self.repeat_limit, self.escape_runs, self.grace, self.resets = repeat_limit, escape_runs, grace, resets
-        self.sessions: dict[str, _Session] = {}
+        self.sessions: dict[str, SessionHistory] = {}
 
-    def _s(self, sid: str) -> _Session:
-        return self.sessions.setdefault(sid, _Session())
+    def _restart_after_progress(self, session: SessionHistory, call: CallHistory) -> None:
+        if self.resets and call.actions_seen != session.new_actions:
+            call.chain_start = len(call.results)
+            call.locked = call.previous_denied = call.escaping = False
+            call.escapes_used = 0
+        call.actions_seen = session.new_actions
 
-    def _break(self, s: _Session, k: _Key, *, escaping_too: bool) -> None:
-        if self.resets and k.epoch != s.epoch:
-            k.same, k.locked, k.denied, k.escapes = 0, False, False, 0
-            if escaping_too:
-                k.escaping = False
-                k.epoch = s.epoch
+    def limit(self, call: CallHistory) -> int:
+        return self.repeat_limit + (self.grace if call.ever_changed() else 0)
 
-    def before(self, sid: str, tool: str, key: tuple[str, int]) -> str:
+    def request(self, sid: str, tool: str, key: tuple[str, int]) -> str:
         if tool == "job_output":
             return "allow"
-        s = self._s(sid)
-        k = s.keys.get(key)
-        if k is None:
+        session = self.sessions.setdefault(sid, SessionHistory())
+        call = session.calls.get(key)
+        if call is None:
             return "allow"
-        self._break(s, k, escaping_too=True)
-        if k.locked:
+        self._restart_after_progress(session, call)
+        if call.locked:
             return "deny"
-        limit = self.repeat_limit + (self.grace if k.changed else 0)
-        if k.last is not None and k.same >= limit:
-            if k.denied and k.escapes < self.escape_runs:
-                k.escapes += 1
-                k.escaping, k.denied = True, False
-                return "allow"
-            k.denied = True
-            return "deny"
-        return "allow"
+        if call.run() < self.limit(call):
+            return "allow"
+        if call.previous_denied and call.escapes_used < self.escape_runs:
+            call.escapes_used += 1
+            call.escaping, call.previous_denied = True, False
+            return "allow"
+        call.previous_denied = True
+        return "deny"
 
-    def after(self, sid: str, tool: str, key: tuple[str, int], result: str) -> list[str]:
+    def result(self, sid: str, tool: str, key: tuple[str, int], result: str) -> list[str]:
         if tool == "job_output":
             return []
-        s = self._s(sid)
-        k = s.keys.get(key)
-        fresh = k is None
-        if k is None:
-            k = s.keys[key] = _Key(epoch=s.epoch)
-        self._break(s, k, escaping_too=False)
-        out = []
-        limit = self.repeat_limit + (self.grace if k.changed else 0)
-        if k.escaping:
-            k.escaping = False
-            if result == k.last:
-                k.same += 1
-                if k.escapes >= self.escape_runs:
-                    k.locked = True
-                    out.append("locked")
-            else:
-                k.last, k.same, k.escapes, k.changed = result, 1, 0, True
-        elif result == k.last:
-            k.same += 1
-            if k.same == max(2, limit):
-                out.append("repeat")
-        else:
-            if k.last is not None:
-                k.changed = True
-            k.last, k.same, k.escapes = result, 1, 0
-        k.denied = False
-        if (key, result) not in s.seen:
-            s.seen.add((key, result))
-            if fresh:  # only a call never made before can have changed the world
-                s.epoch += 1
-        k.epoch = s.epoch
-        return out
+        session = self.sessions.setdefault(sid, SessionHistory())
+        first_time = key not in session.calls
+        call = session.calls.setdefault(key, CallHistory())
+        self._restart_after_progress(session, call)
+        same = bool(call.results) and result == call.results[-1]
+        escape_run, call.escaping, call.previous_denied = call.escaping, False, False
+        call.results.append(result)
+        if not same:
+            call.escapes_used = 0
+        if first_time:  # a new action: every other call's chain starts again
+            session.new_actions += 1
+            call.actions_seen = session.new_actions
+        if escape_run:
+            if same and call.escapes_used >= self.escape_runs:
+                call.locked = True
+                return ["locked"]
+            return []
+        return ["repeat"] if same and call.run() == max(2, self.limit(call)) else []
 
 
 class GuardMachine(RuleBasedStateMachine):
@@ -156,10 +167,11 @@ class GuardMachine(RuleBasedStateMachine):
             assert decision is not None and verdict.action == decision.action
         else:
             decision = self.guard.before_call(sid, tool, ARGS[arg])
-        expected = self.model.before(sid, tool, (tool, arg))
+        expected = self.model.request(sid, tool, (tool, arg))
         assert decision.action == expected, (decision, expected)
+        assert decision.rule in ("", *GUARD_RULES)
         if decision.action == "deny":
-            assert decision.kind in ("repeat", "locked") and decision.rule == "D1"
+            assert decision.kind in ("repeat", "locked") and decision.rule == "repeat"
         else:
             self.pending = (sid, tool, arg)
 
@@ -173,13 +185,14 @@ class GuardMachine(RuleBasedStateMachine):
             interventions = self.session.tool_result(tool, ARGS[arg], result).interventions
         else:
             interventions = tuple(self.guard.after_call(sid, tool, ARGS[arg], result))
-        got = [i.kind for i in interventions if i.rule == "D1"]
-        assert got == self.model.after(sid, tool, (tool, arg), result)
+        assert all(i.rule in GUARD_RULES for i in interventions)
+        got = [i.kind for i in interventions if i.rule == "repeat"]
+        assert got == self.model.result(sid, tool, (tool, arg), result)
 
     @precondition(lambda self: hasattr(self, "guard") and self.pending is None)
     @rule(new_turn=st.booleans())
     def next_step(self, new_turn: bool) -> None:
-        """A new user message or model request: D1 state survives both (seed 001)."""
+        """A new user message or model request: the rule's state survives both (seed 001)."""
         if new_turn:
             self.session.start_turn()
         self.session.start_attempt()

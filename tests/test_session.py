@@ -377,7 +377,7 @@ def test_stall_after_ten_minutes() -> None:
     verdict = s.check_stall()
     assert verdict.action == "notice" and verdict.kind == "stalled"
     assert verdict.reason == "[loopguard] No progress for 10 minutes. The turn looks stalled."
-    assert verdict.evidence["pending_tools"] == 0 and verdict.interventions[0].rule == "②"
+    assert verdict.evidence["pending_tools"] == 0 and verdict.interventions[0].rule == "stall"
     assert s.check_stall() == Verdict("allow")  # once per stall
     s.feed("progress", "text")  # at 10 min
     clock.now = 20 * 60

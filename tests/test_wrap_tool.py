@@ -70,7 +70,12 @@ def test_cancel_raises_before_the_body_runs() -> None:
     assert [guarded({"id": 1}) for _ in range(2)] == ["tick 1", "tick 2"]
     with pytest.raises(ToolLoopCancelled) as err:
         guarded({"id": 1})
-    assert (err.value.kind, err.value.rule, err.value.tool, err.value.result) == ("repeat_streak", "②b", "poll", None)
+    assert (err.value.kind, err.value.rule, err.value.tool, err.value.result) == (
+        "repeat_streak",
+        "repeat_streak",
+        "poll",
+        None,
+    )
     assert runs[0] == 2
 
 

@@ -31,6 +31,7 @@ from .config import DETECTOR_KINDS, PROFILES, TextConfig
 from .errors import ConfigError, InputError
 from .guard import (
     GUARD_KINDS,
+    GUARD_RULES,
     Decision,
     Intervention,
     ToolCallDenied,
@@ -57,6 +58,7 @@ __all__ = [
     "CHANNELS",
     "DETECTOR_KINDS",
     "GUARD_KINDS",
+    "GUARD_RULES",
     "PROFILES",
     "ConfigError",
     "Decision",

@@ -35,18 +35,19 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import inspect
 import json
 import logging
 import os
 import re
 import threading
 import types
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from typing import Any, TypeVar, cast
 
 from .errors import ConfigError
+from .guard.state import BoundedTable
+from .guard.streak import Streak
+from .guard.wrap import accepts_keyword, is_async, split_call
 from .identity import call_hash, session_key
 
 __all__ = [
@@ -279,17 +280,16 @@ def resolve_max_repeats(config_value: Any = None, env: Mapping[str, str] | None 
 # --------------------------------------------------------------------------- the brake
 
 
-class _Slot:
-    """One session's state: the last call hash, its streak, recent call ids."""
+class _Slot(Streak):
+    """One session's state: the streak of its last call hash, and its recent call ids."""
 
-    __slots__ = ("digest", "count", "call_ids")
+    __slots__ = ("call_ids",)
 
     def __init__(self) -> None:
-        self.digest = ""
-        self.count = 0
-        # call id -> 0 when that call was allowed, else the count it was denied at;
+        super().__init__()
+        # call id -> (hash, 0 when that call was allowed, else the count it was denied at);
         # created on the first call id (most hosts never send one), capped.
-        self.call_ids: dict[Hashable, tuple[str, int]] | None = None  # id -> (hash, denied at)
+        self.call_ids: BoundedTable[Hashable, tuple[str, int]] | None = None
 
 
 class LoopBrake:
@@ -354,7 +354,7 @@ class LoopBrake:
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ConfigError("max_sessions", max_sessions, _RULE, owner="LoopBrake")
         self.max_sessions: int = max_sessions
-        self._sessions: OrderedDict[str, _Slot] = OrderedDict()
+        self._sessions: BoundedTable[str, _Slot] = BoundedTable(max_sessions)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -403,14 +403,7 @@ class LoopBrake:
         key = session_key(session_id)
         limit = self.max_repeats
         with self._lock:
-            sessions = self._sessions
-            slot = sessions.get(key)
-            if slot is None:
-                slot = sessions[key] = _Slot()
-                if len(sessions) > self.max_sessions:
-                    sessions.popitem(last=False)
-            else:
-                sessions.move_to_end(key)
+            slot = self._sessions.use(key, _Slot)
             seen = slot.call_ids
             if call_id is not None and seen is not None and seen.get(call_id, (None, 0))[0] == digest:
                 denied_at = seen[call_id][1]
@@ -418,19 +411,12 @@ class LoopBrake:
                 repeated = True
             else:
                 repeated = False
-                if slot.digest == digest:
-                    slot.count += 1
-                else:
-                    slot.digest = digest
-                    slot.count = 1
-                count = slot.count
+                count = slot.push(digest)
                 denied_at = count if count >= limit else 0
                 if call_id is not None:
                     if seen is None:
-                        seen = slot.call_ids = {}
-                    seen[call_id] = (digest, denied_at)
-                    if len(seen) > CALL_ID_MEMORY:
-                        del seen[next(iter(seen))]
+                        seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
+                    seen.add(call_id, (digest, denied_at))
         if denied_at:
             logger.warning(
                 "loop brake denied tool %s: call %s…, %d in a row, limit %d, session %s%s",
@@ -495,27 +481,6 @@ class LoopBrake:
 # --------------------------------------------------------------------------- wrappers
 
 
-def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        # not through __wrapped__: a wrapper (ours included) takes **kwargs and must get them
-        params = inspect.signature(fn, follow_wrapped=False).parameters
-    except (TypeError, ValueError):
-        return False
-    for p in params.values():
-        if p.kind is inspect.Parameter.VAR_KEYWORD:
-            return True
-        if p.name == name and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
-            return True
-    return False
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class attribute, not callable()
-    return call is not None and not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
-
-
 def wrap_execute(fn: F, brake: LoopBrake, *, tool: str, session_id: Any = None) -> F:
     """Wrap a tool's execute so that ``brake.check`` runs before the body (spec §5.1, seed 000).
 
@@ -564,24 +529,13 @@ def wrap_execute(fn: F, brake: LoopBrake, *, tool: str, session_id: Any = None) 
     (a parameter of that name or ``**kwargs``); the wrapper never adds one
     the caller did not pass.
     """
-    pass_session = _accepts_keyword(fn, "session_id")
-    pass_call_id = _accepts_keyword(fn, "call_id")
-    default_session = session_id
+    passes = (accepts_keyword(fn, "session_id"), accepts_keyword(fn, "call_id"))
 
     def _before(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        has_sid = "session_id" in kwargs
-        has_cid = "call_id" in kwargs
-        given_sid = kwargs.pop("session_id", None)
-        cid = kwargs.pop("call_id", None)
-        sid = default_session if given_sid is None else given_sid
-        payload: Any = args[0] if args else dict(kwargs)
+        sid, cid, payload = split_call(args, kwargs, session_id, passes)
         brake.check(tool, payload, session_id=sid, call_id=cid)
-        if has_sid and pass_session:
-            kwargs["session_id"] = given_sid
-        if has_cid and pass_call_id:
-            kwargs["call_id"] = cid
 
-    if _is_async(fn):
+    if is_async(fn):
 
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             _before(args, kwargs)
@@ -696,7 +650,7 @@ def decorate_tool(definition: T, brake: LoopBrake, *, session_id: Any = None) ->
     if new is definition:
         raise TypeError(f"decorate_tool: cannot copy a {cls.__name__}")
     braked_call = wrap_execute(types.MethodType(cls.__call__, new), brake, tool=name, session_id=session_id)
-    if _is_async(braked_call):
+    if is_async(braked_call):
 
         async def acall(self: Any, *args: Any, **kwargs: Any) -> Any:
             return await self._loopguard_braked_call(*args, **kwargs)

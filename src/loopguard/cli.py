@@ -68,7 +68,7 @@ tool arguments and results are never printed. A run of {DEFAULT_MAX_REPEATS}+ co
 unless its results change (polling that makes progress is not a loop).
 Each conversation's calls are also replayed through the ToolGuard (default
 config): every notice, DENY and CANCEL it would have given is listed with its
-0-based call index, rule (D1-D5, I5, cycle, 2b) and kind.
+0-based call index and kind (with its rule when the names differ; see docs/rules.md).
 
 exit status: 0 clean, 1 loops found (any text detection, a run of
 {DEFAULT_MAX_REPEATS}+ identical tool calls with unchanged results, or a call the
@@ -317,7 +317,8 @@ def _run_line(run: ToolRun) -> str:
 
 def _guard_line(finding: GuardFinding) -> str:
     label = {"notice": "notice", "deny": "DENY  ", "cancel": "CANCEL"}.get(finding.action, finding.action)
-    parts = [f"tool call {finding.call}: {finding.tool}", f"{finding.rule} {finding.kind}"]
+    rule = finding.kind if finding.kind == finding.rule else f"{finding.kind} ({finding.rule})"
+    parts = [f"tool call {finding.call}: {finding.tool}", rule]
     span = where_label(finding.where)
     if span:
         parts.append(span)

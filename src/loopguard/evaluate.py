@@ -348,7 +348,7 @@ class Event:
         ``after_call`` intervention).
     detector : str
         Text: the detection kind (``exact_tail``, ``cycle``...). Tool: the
-        event's ``rule`` (e.g. ``"D1"``), else its ``kind``, else ``""``.
+        event's ``rule`` (e.g. ``"repeat"``), else its ``kind``, else ``""``.
     """
 
     at: int
@@ -388,9 +388,9 @@ def classify_tool(
 
     Examples
     --------
-    >>> classify_tool("loop", [Event(3, "deny", "D1")], loop_start_call=1, fire_by_call=3)
-    ('caught', Event(at=3, action='deny', detector='D1'))
-    >>> classify_tool("not-loop", [Event(2, "notice", "D1")])
+    >>> classify_tool("loop", [Event(3, "deny", "repeat")], loop_start_call=1, fire_by_call=3)
+    ('caught', Event(at=3, action='deny', detector='repeat'))
+    >>> classify_tool("not-loop", [Event(2, "notice", "repeat")])
     ('clean', None)
     """
     if verdict != "loop":
@@ -429,7 +429,7 @@ class CaseResult:
         loop_start_call`` (calls); ``None`` otherwise.
     detector : str | None
         The deciding event's detector (a text detection kind, or a tool rule
-        such as ``"D1"``).
+        such as ``"repeat"``).
     events : tuple[Event, ...]
         Everything that fired during the replay, in order.
     """

@@ -1,4 +1,4 @@
-"""Intervention texts the model reads: reminders, denials, anchors, breakers (seed 001 I1–I5, seed 002).
+"""Intervention texts the model reads: reminders, denials, anchors, breakers (the guard's rules: ``docs/rules.md``).
 
 Every text starts with the source tag ``[loopguard]`` (seed 001: synthetic
 messages are always labelled with their source), exists in English and

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import identity
+from .guard.streak import runs
 from .identity import hash_prefix
 
 if TYPE_CHECKING:
@@ -169,15 +170,12 @@ def find_runs(
     >>> [(r.tool, r.calls, r.results_identical, r.loop) for r in find_runs(calls)]
     [('ls', (0, 1, 2), True, True)]
     """
-    runs: list[ToolRun] = []
+    found: list[ToolRun] = []
     hashes = [call_hash(call.name, call.args) for call in calls]
-    start = 0
-    for end in range(1, len(calls) + 1):
-        if end < len(calls) and hashes[end] == hashes[start]:
-            continue
+    for start, end in runs(hashes):
         if end - start >= min_count:
             run = calls[start:end]
-            runs.append(
+            found.append(
                 ToolRun(
                     tool=calls[start].name,
                     digest=hashes[start],
@@ -187,8 +185,7 @@ def find_runs(
                     max_repeats=max_repeats,
                 )
             )
-        start = end
-    return runs
+    return found
 
 
 @dataclass(frozen=True)
@@ -206,7 +203,7 @@ class GuardFinding:
     kind : str
         The rule's kind (``repeat``, ``locked``, ``drift``, ``cycle``, …).
     rule : str
-        The seed rule (``D1`` … ``D5``, ``I5``, ``cycle``, ``②b``).
+        The rule (one of :data:`loopguard.GUARD_RULES`: ``repeat``, ``drift``, ``cycle``, …).
     digest : str
         The call hash (only :attr:`hash_prefix` is ever shown).
     where : dict
@@ -252,11 +249,11 @@ def guard_conversation(conversation: Conversation, config: ToolGuardConfig | Non
     """Replay one logged conversation through a fresh :class:`loopguard.ToolGuard`.
 
     Each assistant message is an attempt: its stream signature goes to
-    :meth:`~loopguard.ToolGuard.observe_attempt` (D1' replay), then each of
+    :meth:`~loopguard.ToolGuard.observe_attempt` (replay mode), then each of
     its calls goes through ``before_call`` and, unless denied or cancelled,
     ``after_call`` with the logged result.  A call whose result is not in the
-    log skips ``after_call``: only the argument-based rules (D5, the ②b
-    repeat streak) can fire on it.
+    log skips ``after_call``: only the argument-based rules (``unscoped_search``,
+    ``repeat_streak``) can fire on it.
 
     Parameters
     ----------

@@ -1,0 +1,379 @@
+"""The :class:`ToolGuard`: sessions, locking and the two seams (``before_call``, ``after_call``);
+the rules are in their own modules and run in order by :mod:`loopguard.guard.ladder`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+from ..identity import session_key
+from . import ladder, strikes, timers
+from .config import ToolGuardConfig
+from .context import Call, ShellFacts, Tools, parse_args
+from .decisions import Decision, Intervention, logger
+from .repeat import attempt_signature
+from .state import BoundedTable, SessionState
+
+__all__ = ["ToolGuard"]
+
+
+def _check_tool(tool: Any) -> str:
+    if not isinstance(tool, str):
+        raise TypeError(f"tool must be a non-empty str, not {type(tool).__name__}")
+    if not tool:
+        raise TypeError("tool must be a non-empty str, got ''")
+    return tool
+
+
+def _check_call_id(call_id: Any) -> None:
+    if call_id is not None:
+        try:
+            hash(call_id)
+        except TypeError:
+            raise TypeError(f"call_id must be hashable (a str or int), not {type(call_id).__name__}") from None
+
+
+class ToolGuard:
+    """Outcome-aware tool-loop guard for many sessions (spec §5.2; the rules: ``docs/rules.md``).
+
+    Parameters
+    ----------
+    config : ToolGuardConfig | Mapping | None
+        The configuration (``None`` = defaults; a mapping goes through
+        :meth:`ToolGuardConfig.from_mapping`).
+    clock : callable returning seconds, optional
+        Time source for the ``stall`` and ``strikes`` rules (default ``time.monotonic``);
+        inject a fake clock in tests.
+
+    Thread-safe: one lock guards all sessions.  Memory: at most
+    ``max_sessions`` sessions (least recently used evicted), each with at
+    most ``max_keys_per_session`` call keys, 4096 seen (key, result) pairs,
+    ``overlap_window`` line sets, 256 call ids, the last calls of 64 tools
+    and a few dozen history entries.
+
+    Raises
+    ------
+    ConfigError
+        for an invalid configuration.
+    TypeError
+        for a ``config`` of another type, or a ``clock`` that is not callable or does
+        not return an int or float.
+
+    Examples
+    --------
+    >>> guard = ToolGuard()
+    >>> for _ in range(2):
+    ...     guard.before_call("s1", "grep", {"pattern": "x", "path": "src"}).action
+    ...     [i.kind for i in guard.after_call("s1", "grep", {"pattern": "x", "path": "src"}, "a.py:3: x")]
+    'allow'
+    []
+    'allow'
+    ['repeat']
+    >>> guard.before_call("s1", "grep", {"pattern": "x", "path": "src"}).action
+    'deny'
+    """
+
+    def __init__(
+        self, config: ToolGuardConfig | Mapping[str, Any] | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if config is None:
+            config = ToolGuardConfig()
+        elif isinstance(config, Mapping):
+            config = ToolGuardConfig.from_mapping(config)
+        elif not isinstance(config, ToolGuardConfig):
+            raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
+        if not callable(clock):
+            raise TypeError("clock must be a callable returning seconds")
+        now = clock()
+        if isinstance(now, bool) or not isinstance(now, (int, float)):
+            raise TypeError(f"clock must return seconds as an int or float, not {type(now).__name__}")
+        self.config: ToolGuardConfig = config
+        self._clock = clock
+        self._sessions: BoundedTable[str, SessionState] = BoundedTable(config.max_sessions)
+        self._lock = threading.RLock()
+        self._tools = Tools(config)
+
+    def __repr__(self) -> str:
+        return f"ToolGuard(sessions={len(self._sessions)})"
+
+    def __len__(self) -> int:
+        """The number of sessions with state."""
+        return len(self._sessions)
+
+    def _session(self, session_id: Any) -> SessionState:
+        return self._sessions.use(
+            session_key(session_id), lambda: SessionState(self._clock(), self.config.max_keys_per_session)
+        )
+
+    def _held(self, session_id: Any) -> SessionState | None:
+        """The session's state if held (its place in the LRU order unchanged)."""
+        return self._sessions.get(session_key(session_id))
+
+    def _call(self, s: SessionState, tool: str, args: Any, key: str, facts: ShellFacts | None, index: int = 0) -> Call:
+        return Call(self.config, s, tool, args, key, facts, self._clock, lambda kind: self._strike(s, kind), index)
+
+    def _strike(self, s: SessionState, kind: str) -> Intervention | None:
+        return strikes.strike(self.config, s, kind, self._clock)
+
+    def reset(self, session_id: Any = None) -> None:
+        """Forget one session's state (``session_id`` given) or every session's."""
+        with self._lock:
+            if session_id is None:
+                self._sessions.clear()
+            else:
+                self._sessions.pop(session_key(session_id), None)
+
+    def dispose(self) -> None:
+        """Forget all state; the guard stays usable."""
+        self.reset()
+
+    # ---------------------------------------------------------- before_call
+
+    def before_call(self, session_id: Any, tool: str, args: Any, *, call_id: Hashable | None = None) -> Decision:
+        """Decide about a tool call before it runs (the ``tools/pre-execute`` seam of seed 001).
+
+        Parameters
+        ----------
+        session_id : Any
+            The session (``None`` → ``"default"``; see :func:`loopguard.session_key`).
+        tool : str
+            The tool name (non-empty).
+        args : Any
+            The arguments: a JSON-like value or a JSON string (parsed first).
+        call_id : hashable, optional
+            The host's call id: a request seen twice with the same id (two
+            wrappers) is decided once; the second sight returns the first
+            decision.
+
+        Returns
+        -------
+        Decision
+            ``allow`` | ``notice`` | ``deny`` | ``cancel`` with kind, rule, reason, evidence.
+
+        Raises
+        ------
+        TypeError
+            when ``tool`` is not a non-empty ``str`` or ``call_id`` is not hashable
+            (nothing is recorded).
+        """
+        tool = _check_tool(tool)
+        _check_call_id(call_id)
+        parsed = parse_args(args)
+        key, facts = self._tools.identity(tool, parsed)
+        with self._lock:
+            s = self._session(session_id)
+            if call_id is not None:
+                seen = s.call_ids.get(call_id)
+                if seen is not None and seen[0] == key and seen[2] is not None:
+                    return seen[2]
+            s.last_call = (tool, args, parsed, key, facts)
+            decision = ladder.before(self._call(s, tool, parsed, key, facts), self._tools)
+            if decision.allowed:
+                s.blocked.discard(key)
+            else:
+                if len(s.blocked) >= self.config.max_keys_per_session:
+                    s.blocked.clear()
+                s.blocked.add(key)
+            if call_id is not None:
+                s.call_ids.add(call_id, (key, decision.call_index, decision))
+            return decision
+
+    # ----------------------------------------------------------- after_call
+
+    def after_call(
+        self,
+        session_id: Any,
+        tool: str,
+        args: Any,
+        result: Any,
+        *,
+        error: bool = False,
+        call_id: Hashable | None = None,
+    ) -> list[Intervention]:
+        """Observe a tool result (the ``tools/post-execute`` seam of seed 001).
+
+        Parameters
+        ----------
+        session_id, tool, args, call_id
+            As for :meth:`before_call` (a ``call_id`` whose result was
+            already observed is ignored: ``[]``).
+        result : str | bytes | JSON-like
+            The tool's result; hashed canonically after normalisation
+            (:mod:`loopguard.results`).
+        error : bool
+            The tool failed (part of the result hash; starts an ``error_avoidance`` watch).
+
+        Returns
+        -------
+        list[Intervention]
+            Reminders (``repeat``, ``drift``, ``error_avoidance``, ``cycle``), the
+            progress anchor (``no_progress``) and the ``circuit_breaker``
+            (``action="cancel"``), in that order.  A result the host reports for a
+            request that was denied or cancelled is ignored (``[]``).
+
+        Raises
+        ------
+        TypeError
+            when ``tool`` is not a non-empty ``str`` or ``error`` is not a bool.
+        """
+        tool = _check_tool(tool)
+        _check_call_id(call_id)
+        if not isinstance(error, bool):
+            raise TypeError(f"error must be a bool, not {type(error).__name__}")
+        with self._lock:
+            s = self._session(session_id)
+            last = s.last_call
+            if last is not None and last[1] is args and last[0] == tool:
+                parsed, key, facts = last[2], last[3], last[4]  # the object before_call just hashed
+            else:
+                parsed = parse_args(args)
+                key, facts = self._tools.identity(tool, parsed)
+            s.last_call = None
+            if key in s.blocked:
+                # the host reports the result of a request that was denied or cancelled (the seed
+                # routes denials through the result pipeline): the tool did not run, nothing to learn
+                logger.debug("after_call of a denied %s request ignored", tool)
+                return []
+            index = _result_index(s, key, call_id)
+            if index is None:
+                return []
+            return ladder.after(self._call(s, tool, parsed, key, facts, index), self._tools, result, error)
+
+    # ------------------------------------------------------- replay mode
+
+    def observe_attempt(
+        self, session_id: Any, *, reasoning: str = "", text: str = "", tool_calls: Sequence[tuple[str, Any]] = ()
+    ) -> bool:
+        """Record one model attempt's stream signature (replay mode of the ``repeat`` rule;
+        seed 001 ``agent/assistant-stream``).
+
+        Parameters
+        ----------
+        reasoning, text : str
+            The attempt's reasoning and answer text.
+        tool_calls : sequence of (tool, args)
+            The calls the attempt made.
+
+        Returns
+        -------
+        bool
+            True when replay mode is on: this attempt's signature (at least
+            ``min_replay_chars`` code points) equals the previous attempt's.
+            Replay mode lowers the ``repeat`` limit to 1 until an attempt differs.
+
+        Raises
+        ------
+        TypeError
+            when ``reasoning`` or ``text`` is not a ``str``.
+        """
+        if not isinstance(reasoning, str) or not isinstance(text, str):
+            raise TypeError("reasoning and text must be str")
+        signature, size = attempt_signature(reasoning, text, tool_calls)
+        with self._lock:
+            s = self._session(session_id)
+            if not self.config.replay_detection:
+                s.replay = False
+                return False
+            long_enough = size >= self.config.min_replay_chars
+            s.replay = long_enough and signature == s.signature
+            s.signature = signature if long_enough else None
+            if s.replay:
+                logger.info("replay mode: two identical attempts in a row")
+            return s.replay
+
+    def replay_mode(self, session_id: Any = None) -> bool:
+        """Whether the session is in replay mode (the ``repeat`` limit is 1)."""
+        with self._lock:
+            s = self._held(session_id)
+            return bool(s and s.replay)
+
+    # ------------------------------------------------------ stall, strikes
+
+    def note_progress(self, session_id: Any = None) -> None:
+        """A progress event (step start/end, model output, a tool call or result: the ``stall`` rule)."""
+        with self._lock:
+            timers.progressed(self._session(session_id), self._clock())
+
+    def note_change(self, session_id: Any = None) -> None:
+        """The world changed where the guard cannot see it (the user acted, a file changed
+        outside the tools, another agent wrote): every call's ``repeat`` chain starts again, as
+        after a call that changes the world (``docs/tools.md``, State changes).  Tool state
+        is kept (unlike :meth:`reset`)."""
+        with self._lock:
+            s = self._session(session_id)
+            s.epoch += 1
+            s.changes += 1
+            s.new_changes += 1
+
+    def check_stall(self, session_id: Any = None) -> Intervention | None:
+        """The ``stall`` rule: an intervention (``kind="stalled"``, ``rule="stall"``) when no
+        progress event came for ``stall_minutes`` (``stall_minutes_with_tool`` while a tool
+        call is pending), once per stall; it is recorded as a ``strikes`` strike and has
+        ``action="cancel"`` when the strikes reach ``strikes_before_cancel``.
+        ``None`` otherwise."""
+        with self._lock:
+            return timers.check_stall(self.config, self._session(session_id), self._clock)
+
+    def strike(self, session_id: Any, kind: str) -> Intervention | None:
+        """The ``strikes`` rule: record a strong signal (``"text_loop"``, ``"stalled"``,
+        ``"repeat_streak"``); returns a cancel intervention when
+        ``strikes_before_cancel`` strikes fall within ``strike_window_minutes``
+        (the strikes are then cleared), else ``None``.
+
+        Raises
+        ------
+        TypeError
+            when ``kind`` is not a non-empty ``str``.
+        """
+        if not isinstance(kind, str) or not kind:
+            raise TypeError("kind must be a non-empty str")
+        with self._lock:
+            return self._strike(self._session(session_id), kind)
+
+    def strikes(self, session_id: Any = None) -> int:
+        """Strikes currently inside the window."""
+        with self._lock:
+            s = self._held(session_id)
+            if s is None:
+                return 0
+            strikes.expire(self.config, s, self._clock)
+            return len(s.strikes)
+
+    def cancel_pending(self, session_id: Any = None) -> None:
+        """The host cancelled the turn: calls still pending will never report a
+        result, so the ``stall`` rule goes back to ``stall_minutes``."""
+        with self._lock:
+            s = self._held(session_id)
+            if s is not None:
+                s.pending = 0
+                s.last_call = None
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock this guard reads (seconds, monotonic by default; the ``clock=`` argument).
+
+        Read-only: a :class:`~loopguard.Session` reads it so its own timers agree with the guard's.
+        """
+        return self._clock
+
+    def pending_tools(self, session_id: Any = None) -> int:
+        """Tool calls allowed by :meth:`before_call` whose result has not been seen."""
+        with self._lock:
+            s = self._held(session_id)
+            return s.pending if s else 0
+
+
+def _result_index(s: SessionState, key: str, call_id: Hashable | None) -> int | None:
+    """The call index a result belongs to (the last request's, or its call id's), ``None``
+    for a call id whose result was already observed."""
+    index = s.calls - 1
+    if call_id is not None:
+        seen = s.call_ids.get(call_id)
+        if seen is not None and seen[0] == key and seen[2] is None:
+            return None
+        if seen is not None and seen[0] == key:
+            index = seen[1]
+        s.call_ids.add(call_id, (key, index, None))
+    return max(index, 0)

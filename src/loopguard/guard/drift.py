@@ -1,0 +1,103 @@
+"""The ``drift`` rule: a result that is a near-copy of another call's (spec §5.2; ``docs/rules.md``).
+
+A result whose content lines (:mod:`loopguard.guard.frame`) have Jaccard ``>= overlap_threshold``
+with one of the last ``overlap_window`` results of *other* keys (both with at least 3 lines)
+is a near-copy -- only when it adds no line absent from those recent results, so an edit whose
+confirmation echoes the file with the changed lines is not drift.  A near-copy is no new
+information; with ``drift_confirm`` (default) a notice comes when another near-copy follows
+within 3 calls (without it, at the first).
+
+*Rewording*: a call of the same tool (not a shell command; not a change unless it failed)
+sharing half of its argument words with the previous one (Jaccard) and getting the identical
+answer of fewer than 3 content lines is no new information, and a notice from the second in a row.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import messages
+from .decisions import notice
+from .words import arg_words
+
+if TYPE_CHECKING:
+    from .context import Call
+
+__all__ = ["RULE", "after", "reworded"]
+
+RULE = "drift"
+_DRIFT_RECUR = 3  # a near-copy is a notice when another came at most this many executions before
+_REWORD_SHARE = 0.5  # a reworded call shares at least half of its argument words (Jaccard) with the last one
+
+
+def _closest(c: Call) -> tuple[float, str, frozenset[str]] | None:
+    """The most recent other key's result the lines overlap enough: (Jaccard, its tool, its lines)."""
+    lines, threshold = c.lines, c.cfg.overlap_threshold
+    for other_key, other_tool, other_lines in reversed(c.s.recent):
+        if other_key == c.key or len(other_lines) < 3:
+            continue
+        small, large = sorted((len(lines), len(other_lines)))
+        if small < threshold * large:  # Jaccard <= small/large: cannot reach it
+            continue
+        shared = len(lines & other_lines)
+        overlap = shared / (len(lines) + len(other_lines) - shared)
+        if overlap >= threshold:
+            return overlap, other_tool, other_lines
+    return None
+
+
+def _adds_a_line(c: Call, other_lines: frozenset[str]) -> bool:
+    """A line absent from every recent result of other keys (decided once, by differences
+    that shrink at each step)."""
+    rest = c.lines - other_lines
+    for key, _, lines in c.s.recent:
+        if not rest:
+            break
+        if key != c.key:
+            rest = rest - lines
+    return bool(rest)
+
+
+def after(c: Call) -> None:
+    """A near-copy of a recent result of another key: no new information; a notice when it recurs."""
+    s, cfg = c.s, c.cfg
+    closest = _closest(c) if len(c.lines) >= 3 else None
+    if closest is not None and not _adds_a_line(c, closest[2]):
+        overlap, other_tool, _ = closest
+        c.drift = True
+        recurs = s.executions - s.drift_at <= _DRIFT_RECUR
+        s.drift_at = s.executions
+        if recurs or not cfg.drift_confirm:
+            lines = len(c.lines)
+            text = messages.render("drift_notice", c.lang, tool=c.tool, other=other_tool, overlap=overlap, lines=lines)
+            c.out.append(notice(c.tool, c.index, "drift", RULE, text, {"overlap": round(overlap, 4), "lines": lines}))
+    s.recent.append((c.key, c.tool, c.lines))
+    while len(s.recent) > cfg.overlap_window:
+        s.recent.popleft()
+
+
+def reworded(c: Call) -> None:
+    """A reworded call (same tool, most argument words shared, other key) with the identical
+    short answer (fewer than 3 lines: ``after`` compares the longer ones): no new information
+    from the first, a notice from the second on.  (A question, or a change that failed: a
+    change's receipt says nothing about whether two changes were the same; not a shell
+    command: other commands are other actions, whatever words they share.)"""
+    cfg, s = c.cfg, c.s
+    if not (cfg.drift_confirm and 0 < len(c.lines) < 3 and not c.drift and c.facts is None):
+        return
+    if not (c.failure or not c.world):
+        return
+    words = frozenset(hash(w) for w in arg_words(c.args))
+    last = s.reworded.get(c.tool)
+    count = 0
+    if last is not None and last[1] != c.key and last[2] == c.digest and words and last[0]:
+        shared = len(words & last[0])
+        if shared >= _REWORD_SHARE * (len(words) + len(last[0]) - shared):
+            count = last[3] + 1
+    s.reworded.remember(c.tool, (words, c.key, c.digest, count))
+    if not count:
+        return
+    c.drift = True
+    if count >= 2:
+        text = messages.render("reworded_notice", c.lang, tool=c.tool, count=count + 1)
+        c.out.append(notice(c.tool, c.index, "drift", RULE, text, {"calls": count + 1, "reworded": True}))
