@@ -465,10 +465,7 @@ class LoopBrake:
             only the default session, pass ``"default"``).
         """
         with self._lock:
-            if session_id is None:
-                self._sessions.clear()
-            else:
-                self._sessions.pop(session_key(session_id), None)
+            self._sessions.forget(None if session_id is None else session_key(session_id))
 
     def dispose(self) -> None:
         """Forget every streak and call id (seed 000: a reloaded brake never remembers the last run).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -142,8 +142,8 @@ class ToolGuardConfig:
     Raises
     ------
     ConfigError
-        (a ``ValueError``) naming the key, the value and the rule, at
-        construction.
+        (a ``ValueError``) at construction, naming the key, its value and
+        the rule it breaks.
 
     Examples
     --------
@@ -303,28 +303,37 @@ _SEQUENCES = (
 _BY_TOOL = "a mapping of tool glob -> list of field names"
 
 
-def _check_ints(cfg: ToolGuardConfig) -> None:
-    for key, (lo, hi) in _INTS.items():
+def _check(
+    cfg: ToolGuardConfig, keys: Iterable[str], ok: Callable[[str, Any], bool], rule: Callable[[str], str]
+) -> None:
+    """Raise ``ConfigError`` for the first of ``keys`` whose value is not ``ok``."""
+    for key in keys:
         value = getattr(cfg, key)
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise ConfigError(key, value, f"an integer from {lo} to {hi}", owner=_OWNER)
+        if not ok(key, value):
+            raise ConfigError(key, value, rule(key), owner=_OWNER)
+
+
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def _check_ints(cfg: ToolGuardConfig) -> None:
+    def ok(key: str, value: Any) -> bool:
+        lo, hi = _INTS[key]
+        return not isinstance(value, bool) and isinstance(value, int) and lo <= value <= hi
+
+    _check(cfg, _INTS, ok, lambda key: "an integer from {} to {}".format(*_INTS[key]))
 
 
 def _check_flags(cfg: ToolGuardConfig) -> None:
-    for key in _FLAGS:
-        value = getattr(cfg, key)
-        if not isinstance(value, bool):
-            raise ConfigError(key, value, "True or False", owner=_OWNER)
+    _check(cfg, _FLAGS, lambda _, value: isinstance(value, bool), lambda _: "True or False")
 
 
 def _check_numbers(cfg: ToolGuardConfig) -> None:
-    for key in _MINUTES:
-        value = getattr(cfg, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1e7:
-            raise ConfigError(key, value, "a number of minutes > 0", owner=_OWNER)
-    value = cfg.overlap_threshold
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ConfigError("overlap_threshold", value, "a number in (0, 1]", owner=_OWNER)
+    minutes = "a number of minutes > 0"
+    _check(cfg, _MINUTES, lambda _, value: _number(value) and 0 < value <= 1e7, lambda _: minutes)
+    share = "a number in (0, 1]"
+    _check(cfg, ("overlap_threshold",), lambda _, value: _number(value) and 0 < value <= 1, lambda _: share)
 
 
 def _check_sequences(cfg: ToolGuardConfig) -> None:

@@ -120,10 +120,7 @@ class ToolGuard:
     def reset(self, session_id: Any = None) -> None:
         """Forget one session's state (``session_id`` given) or every session's."""
         with self._lock:
-            if session_id is None:
-                self._sessions.clear()
-            else:
-                self._sessions.pop(session_key(session_id), None)
+            self._sessions.forget(None if session_id is None else session_key(session_id))
 
     def dispose(self) -> None:
         """Forget all state; the guard stays usable."""

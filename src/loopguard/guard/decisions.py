@@ -94,16 +94,8 @@ class Decision:
         return self.action in ("allow", "notice")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "action": self.action,
-            "kind": self.kind,
-            "rule": self.rule,
-            "tool": self.tool,
-            "call_index": self.call_index,
-            "reason": self.reason,
-            "evidence": dict(self.evidence),
-        }
+        """A JSON-ready dict: ``action``, ``kind``, ``rule``, ``tool``, ``call_index``, ``reason``, ``evidence``."""
+        return _as_dict(self, "reason", self.reason)
 
 
 @dataclass(frozen=True)
@@ -142,17 +134,21 @@ class Intervention:
     source: str = messages.SOURCE
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "action": self.action,
-            "kind": self.kind,
-            "rule": self.rule,
-            "tool": self.tool,
-            "call_index": self.call_index,
-            "text": self.text,
-            "evidence": dict(self.evidence),
-            "source": self.source,
-        }
+        """A JSON-ready dict: ``action``, ``kind``, ``rule``, ``tool``, ``call_index``, ``text``,
+        ``evidence``, ``source``."""
+        return {**_as_dict(self, "text", self.text), "source": self.source}
+
+
+def _as_dict(said: Decision | Intervention, name: str, text: str) -> dict[str, Any]:
+    return {
+        "action": said.action,
+        "kind": said.kind,
+        "rule": said.rule,
+        "tool": said.tool,
+        "call_index": said.call_index,
+        name: text,
+        "evidence": dict(said.evidence),
+    }
 
 
 def deny(

@@ -75,6 +75,13 @@ class BoundedTable(OrderedDict[K, V]):
         self.move_to_end(key)
         self.trim()
 
+    def forget(self, key: K | None) -> None:
+        """Drop ``key`` (absent: nothing happens), or every entry when ``key`` is ``None``."""
+        if key is None:
+            self.clear()
+        else:
+            self.pop(key, None)
+
     def add(self, key: K, value: V) -> None:
         """Set ``key``; a new key is the most recent, an existing one keeps its place."""
         self[key] = value
