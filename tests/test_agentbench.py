@@ -130,7 +130,7 @@ def test_parse_run_labels_and_loop_positions() -> None:
 def test_replay_run_caught_by_the_deadline() -> None:
     same = {"tool": "grep", "args": {"pattern": "x", "path": "src"}, "result": "src/a.py:1: x", "error": False}
     other = {"tool": "read", "args": {"path": "a.py"}, "result": "text", "error": False}
-    # calls 0 and 1 are new information; 2 is the grep's 2nd identical result (I1), 3 is denied
+    # calls 0 and 1 are new information; 2 is the grep's 2nd identical result (reminder), 3 is denied
     run = parse_run({"calls": [other, same, same, same], "label": "loop", "loop_start": 1, "loop_deadline": 3})
     assert not isinstance(run, (str, type(None)))
     result = replay_run(run)

@@ -56,7 +56,7 @@ def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[s
     assert out.splitlines() == [
         f"{path} [swe-agent]: loops found",
         f"  LOOP    tool run: submit ×4 · calls 9–12 · steps 9–12 · hash {prefix} · results identical",
-        # the ToolGuard: I1 at the 2nd identical result, the 3rd request denied, the insisted run locks
+        # the ToolGuard: reminder at the 2nd identical result, the 3rd request denied, the insisted run locks
         f"  notice  tool call 10: submit · repeat · step 10 · hash {prefix}",
         f"  DENY    tool call 11: submit · repeat · step 11 · hash {prefix}",
         f"  notice  tool call 12: submit · locked (repeat) · step 12 · hash {prefix}",
@@ -129,7 +129,7 @@ def test_claude_code_logs_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     assert [{**o, "guard_findings": []} for o in objects] == [
         {"path": str(p), "format": "claude-code", "loops": [], "tool_findings": [], "guard_findings": []} for p in paths
     ]
-    # one D3 notice, never a deny: citation-check's last WebFetch fails (504) and the three calls after it
+    # one `error_avoidance` notice, never a deny: citation-check's last WebFetch fails (504) and the three calls after it
     # (TodoWrite, Write, TodoWrite) do not touch it
     findings = {
         Path(o["path"]).name: [(f["call"], f["action"], f["rule"]) for f in o["guard_findings"]] for o in objects

@@ -160,7 +160,7 @@ def test_config_defaults_are_the_seed_table() -> None:
     )
 
 
-# =========================================================================== D1
+# =========================================================================== `repeat`
 
 
 def test_d1_second_identical_result_is_an_i1_notice_third_request_denied() -> None:
@@ -463,7 +463,7 @@ def test_bytes_results_utf8_and_not_utf8() -> None:
     assert t.call("cat", {"path": "c"}, blob + b"!")[1] == []
 
 
-# =========================================================================== D1' replay
+# =========================================================================== replay mode
 
 LONG_REASONING = "I am stuck on the same grep again, I should switch to read and move forward. " * 2
 
@@ -520,7 +520,7 @@ def test_d1_prime_replay_detection_false() -> None:
     assert t.request("grep", GREP).action == "allow"
 
 
-# =========================================================================== D2 drift
+# =========================================================================== `drift`
 
 
 def test_d2_two_keys_same_five_line_result_is_drift() -> None:
@@ -587,7 +587,7 @@ def test_d2_overlap_window_config() -> None:
 
 
 def test_d2_a_result_adding_a_new_line_is_not_drift() -> None:
-    """loopguard refinement (guard.py docstring): Jaccard 10/11 ≥ 0.9, but the result brings a new line."""
+    """loopguard refinement (loopguard.guard's docstring): Jaccard 10/11 ≥ 0.9, but the result brings a new line."""
     t = Harness()
     t.call("read", {"path": "a.py"}, lines(10))
     _, ivs = t.call("edit", {"path": "a.py", "old": "x", "new": "y"}, lines(10) + "\nline NEW")
@@ -601,7 +601,7 @@ def test_d2_same_key_is_d1s_business_not_drift() -> None:
     assert [i.kind for i in ivs] == ["repeat"]
 
 
-# =========================================================================== D3 error avoidance
+# =========================================================================== `error_avoidance`
 
 EDIT_A = {"path": "a.py", "old": "x", "new": "y"}
 
@@ -650,7 +650,7 @@ def test_d3_error_watch_steps_config_and_a_later_failure_starts_a_new_watch() ->
     assert "`fetch` failed 2 calls ago" in ivs[0].text
 
 
-# =========================================================================== D4 no progress
+# =========================================================================== `no_progress`
 
 
 def test_d4_anchor_after_five_calls_without_new_information_and_a_new_result_resets() -> None:
@@ -681,7 +681,7 @@ def test_d4_anchor_window_config() -> None:
     assert summary(t.call("status", {}, "same")[1]) == [("notice", "no_progress", "no_progress", 2)]
 
 
-# =========================================================================== D5 unscoped search
+# =========================================================================== `unscoped_search`
 
 
 def test_d5_grep_without_scope_is_denied() -> None:
@@ -724,7 +724,7 @@ def test_d5_custom_search_tools_and_scope_fields() -> None:
     assert "without `glob`" in t.decisions[0].reason
 
 
-# =========================================================================== I5 circuit breaker
+# =========================================================================== `circuit_breaker`
 
 
 def test_i5_consecutive_denies_without_progress_cancel() -> None:
@@ -787,7 +787,7 @@ def test_i5_d1_lock_sequence_breaker() -> None:
 
 
 def test_d1_default_sequence_the_sixth_identical_request_is_a_repeat_streak_cancel() -> None:
-    """Denied requests are requests too: ②b cancels the 6th identical one before I5 (which needs 6 interventions)."""
+    """Denied requests are requests too: `repeat_streak` cancels the 6th identical one before `circuit_breaker` (which needs 6 interventions)."""
     t = Harness()
     t.call("grep", GREP, GREP_RESULT)
     t.call("grep", GREP, GREP_RESULT)
@@ -808,7 +808,7 @@ def test_d1_default_sequence_the_sixth_identical_request_is_a_repeat_streak_canc
 
 def test_d1_a_cancelled_request_does_not_use_up_the_escape_run() -> None:
     """Docstring: "The next request of a denied key runs once (escape_runs)". Here the request after the
-    deny is cancelled by ②b (it never runs); the escape run must still be available afterwards, and the
+    deny is cancelled by `repeat_streak` (it never runs); the escape run must still be available afterwards, and the
     deny text must not claim that "the escape run has been used and returned the same result"."""
     t = Harness(repeat_limit=4)
     t.call("read", {"path": "a.py"}, "A")
@@ -816,7 +816,7 @@ def test_d1_a_cancelled_request_does_not_use_up_the_escape_run() -> None:
         t.call("grep", GREP, GREP_RESULT)  # notice at the 4th
     assert t.request("grep", GREP).kind == "repeat"  # deny (call 5)
     assert t.request("grep", GREP).kind == "repeat_streak"  # cancel (call 6): not run
-    t.call("read", {"path": "a.py"}, "A")  # nothing new; breaks the ②b streak
+    t.call("read", {"path": "a.py"}, "A")  # nothing new; breaks the `repeat_streak`
     d = t.request("grep", GREP)
     assert (d.action, d.kind, d.evidence.get("escape_run")) == ("allow", "repeat", True)
 
@@ -855,7 +855,7 @@ def test_cycle_period_2_notice_after_3_periods_and_deny_after_5() -> None:
         d, ivs = t.call(*(A, B)[i % 2])
         assert d.action == "allow", i
         got += summary(ivs)
-    # 6 executions = 3 full periods → notice at call 5; the anchor (D4) at call 6
+    # 6 executions = 3 full periods → notice at call 5; the anchor (`no_progress`) at call 6
     assert got == [("notice", "cycle", "cycle", 5), ("notice", "no_progress", "no_progress", 6)]
     cyc = t.interventions[5][0]
     assert cyc.evidence == {"period": 2, "periods": 3}
@@ -920,7 +920,7 @@ def test_cycle_deny_only_for_the_call_continuing_it() -> None:
     assert (d.action, d.kind) == ("allow", None)
 
 
-# =========================================================================== ②b repeat streak
+# =========================================================================== `repeat_streak`
 
 
 def bash_described(i: int) -> dict[str, Any]:
@@ -940,11 +940,11 @@ def test_repeat_streak_six_identical_fingerprints_cancel() -> None:
         "[loopguard] `bash` was requested 6 times in a row with the same action and no change in its "
         "result. The turn should be cancelled; report to the user instead of retrying."
     )
-    assert t.guard.strikes("s") == 1  # a strong signal (③)
+    assert t.guard.strikes("s") == 1  # a strong signal (`strikes`)
 
 
 def test_repeat_streak_with_default_config_too() -> None:
-    # the description makes every call key different, so D1 never sees a repeat
+    # the description makes every call key different, so `repeat` never sees a repeat
     t = Harness()
     for i in range(5):
         assert t.call("bash", bash_described(i), "total 0")[0].action == "allow"
@@ -983,7 +983,7 @@ def test_repeat_streak_another_call_in_between_restarts_it() -> None:
     assert t.request("bash", bash_described(20)).kind == "repeat_streak"
 
 
-# =========================================================================== ② stall, ③ strikes
+# =========================================================================== `stall`, `strikes`
 
 
 def fake_clock(start: float = 0.0) -> tuple[list[float], Callable[[], float]]:
@@ -1093,7 +1093,7 @@ def test_excluded_tools_pass_through(tool: str) -> None:
 
 
 def test_excluded_glob_schedule_star_but_repeat_streak_still_applies() -> None:
-    """Exclusion removes D1–D5, cycles and I5 (docstring); ②b only spares ``repeat_call_exempt``."""
+    """Exclusion removes the rules, cycles and `circuit_breaker` (docstring); `repeat_streak` only spares ``repeat_call_exempt``."""
     t = Harness()
     for i in range(5):
         d, ivs = t.call("schedule_create", {"at": "9:00"}, "scheduled")
@@ -1104,7 +1104,7 @@ def test_excluded_glob_schedule_star_but_repeat_streak_still_applies() -> None:
 
 def test_include_restricts_tracking_to_matching_tools() -> None:
     t = Harness(include=["read*"])
-    assert t.request("grep", {"pattern": "x"}).action == "allow"  # D5 does not apply: untracked
+    assert t.request("grep", {"pattern": "x"}).action == "allow"  # `unscoped_search` does not apply: untracked
     for _ in range(4):
         assert t.call("bash", {"command": "ls"}, "same")[0].action == "allow"
     t.call("read_file", {"path": "a.py"}, "x")
@@ -1287,7 +1287,7 @@ def test_secrets_never_appear_in_reasons_texts_or_logs(caplog: pytest.LogCapture
     deny = t.request("http", SECRET_ARGS)
     t.call("http", SECRET_ARGS, result)  # escape → locked
     t.request("http", SECRET_ARGS)
-    t.request("grep", {"pattern": "x", **SECRET_ARGS})  # D5 with the preview
+    t.request("grep", {"pattern": "x", **SECRET_ARGS})  # `unscoped_search` with the preview
     assert deny.action == "deny" and "Arguments: " in deny.reason and "[REDACTED]" in deny.reason
     texts = all_texts(t) + [r.getMessage() for r in caplog.records]
     assert len([x for x in texts if x]) >= 5

@@ -63,17 +63,17 @@ def test_not_loop_case_never_denied_or_cancelled(entry: dict[str, Any]) -> None:
 
 
 def test_exact_first_events_on_the_loop_cases() -> None:
-    """First event per loop case, worked out from the rules (see guard.py's docstring)."""
+    """First event per loop case, worked out from the rules (see loopguard.guard's docstring)."""
     expected = {
-        # 2nd identical failing build (calls 2, 3) -> I1; call 4 denied
+        # 2nd identical failing build (calls 2, 3) -> reminder; call 4 denied
         "035": [(3, "notice", "repeat"), (4, "deny", "repeat")],
-        # first A/B reads are new information, so the chains start at calls 3/4 -> I1 at 4 and 5
+        # first A/B reads are new information, so the chains start at calls 3/4 -> reminder at 4 and 5
         "036": [(4, "notice", "repeat"), (5, "notice", "repeat"), (6, "deny", "repeat")],
         "037": [(2, "notice", "repeat"), (3, "deny", "repeat")],
         # request_id/timestamp stripped: calls 1 and 2 are the same result
         "040": [(2, "notice", "repeat"), (3, "deny", "repeat")],
         # every reworded search after the first returns the same 5 lines: the first near-copy
-        # (call 1) is no new information, the second one right after it is the notice (D2 confirmed)
+        # (call 1) is no new information, the second one right after it is the notice (`drift` confirmed)
         "041": [(2, "notice", "drift"), (3, "notice", "drift")],
     }
     for entry in TOOL_CASES:
@@ -103,7 +103,7 @@ def _log_events(path: Path) -> list[tuple[int, str, str, str]]:
 def test_eps_traj_third_identical_submit_is_denied() -> None:
     events = _log_events(DATA / "real" / "swe-agent" / "eps.traj")
     denies = [e for e in events if e[1] in ("deny", "cancel")]
-    # submits at calls 9-12 with identical results: I1 at 10, deny at 11, the escape run at 12 locks
+    # submits at calls 9-12 with identical results: reminder at 10, deny at 11, the escape run at 12 locks
     assert (10, "notice", "repeat", "submit") in events
     assert denies == [(11, "deny", "repeat", "submit")]
     assert (12, "notice", "locked", "submit") in events

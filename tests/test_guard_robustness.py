@@ -139,7 +139,7 @@ def test_the_result_of_a_denied_request_reported_by_the_host_is_ignored() -> Non
         decisions.append((d.action, d.kind))
         result = "a.py:1: x" if d.allowed else d.reason  # a host that pipes denials back as results
         guard.after_call("s", "grep", args, result)
-    # allow, allow (I1), deny, escape run (same result -> locked), deny: the reason never counts as a result
+    # allow, allow (reminder), deny, escape run (same result -> locked), deny: the reason never counts as a result
     assert decisions == [("allow", None), ("allow", None), ("deny", "repeat"), ("allow", "repeat"), ("deny", "locked")]
 
 

@@ -147,11 +147,11 @@ def test_silent_writes_in_an_exit_code_wrapper_are_progress_not_drift() -> None:
         (bash("echo 'q = 4' >> a.py"), WRAP_EMPTY),
         (bash("python a.py"), WRAP_EMPTY),
     )
-    # the wrapper has no content: D2 does not compare it, each write is a new action, and the
+    # the wrapper has no content: `drift` does not compare it, each write is a new action, and the
     # re-run after the write at call 6 starts a new chain (1 identical result, no reminder)
     assert replay(calls) == []
-    # seed-exact reading: every silent result is a near-copy of the one before (D2 at 2-7),
-    # 5 calls without new information (I4 at 6), the re-run's 2nd identical result (I1 at 7)
+    # seed-exact reading: every silent result is a near-copy of the one before (`drift` at 2-7),
+    # 5 calls without new information (anchor at 6), the re-run's 2nd identical result (reminder at 7)
     # and the 6th intervention in a row: the breaker cancels at 7
     assert replay(calls, **SEED) == [
         (2, "notice", "drift"),
@@ -176,7 +176,7 @@ def test_the_same_blocked_page_for_eight_urls() -> None:
     page = "Access denied\nYour request was blocked by the site's firewall.\nRay ID: blocked\nPlease contact support\nPowered by a CDN"
     calls = run(*((("fetch", {"url": f"https://example.com/{i}"}), page) for i in range(8)))
     # url 1 is the first near-copy (no new information, no notice yet); url 2 confirms it
-    # (D2 notice) and so does every later one; 5 calls without new information (1-5): I4 at 5;
+    # (`drift` notice) and so does every later one; 5 calls without new information (1-5): anchor at 5;
     # the 6th call in a row with an intervention and no new information (2-7) cancels at 7
     assert replay(calls) == [
         (2, "notice", "drift"),
@@ -196,7 +196,7 @@ def test_the_same_blocked_page_for_eight_urls() -> None:
 def test_the_same_failure_with_a_growing_line_number() -> None:
     """agentbench nebius dvc-8177: ``/bin/bash: line 318: ls.dvc: command not found``, 318 times."""
     calls = run(*((("ls.dvc", "ls.dvc\n"), f"/bin/bash: line {318 + i}: ls.dvc: command not found") for i in range(4)))
-    # the line number is a counter: the 2nd failure is identical (I1), the 3rd request is denied, the
+    # the line number is a counter: the 2nd failure is identical (reminder), the 3rd request is denied, the
     # 4th is the escape run (it runs), whose identical failure locks the key
     assert replay(calls) == [(1, "notice", "repeat"), (2, "deny", "repeat"), (3, "notice", "locked")]
     assert replay(calls, mask_failure_counters=False) == []
@@ -239,7 +239,7 @@ def test_the_same_edit_and_the_same_test_again_and_again() -> None:
     )
     # call 2 (the edit again) counts as a change once (the test ran in between); call 3 restarts the
     # test's chain.  Call 4 repeats the edit with nothing changed since: not a change, its 2nd
-    # identical result (I1); the test at 5 too (I1), where the pair has also repeated for 3 full
+    # identical result (reminder); the test at 5 too (reminder), where the pair has also repeated for 3 full
     # periods of 2 (cycle notice); the edit at 6 is denied
     assert replay(calls) == [
         (4, "notice", "repeat"),
@@ -283,7 +283,7 @@ def test_a_checkout_after_a_change_is_a_new_action() -> None:
     )
     # call 3: the world changed since the first checkout (new results at 1, 2): a new action, and it
     # changes the world, so the diff at 4 starts a new chain.  Calls 5 and 6 repeat them with
-    # nothing changed in between: their 2nd identical results (I1)
+    # nothing changed in between: their 2nd identical results (reminder)
     assert replay(calls) == [(5, "notice", "repeat"), (6, "notice", "repeat")]
 
 
@@ -313,7 +313,7 @@ def test_a_no_op_interleaved_with_a_failing_command() -> None:
         (bash("make test"), "error: build failed", True),
     )
     # the first `true` is new information (a new call): the build's chain restarts at 2; from then
-    # on nothing is new: `true`'s 2nd identical result at 3 (I1), the build's at 4 (I1), then both
+    # on nothing is new: `true`'s 2nd identical result at 3 (reminder), the build's at 4 (reminder), then both
     # are denied
     assert replay(calls) == [
         (3, "notice", "repeat"),
@@ -334,7 +334,7 @@ def test_a_b_rereads_that_both_fail() -> None:
         )
     )
     # b's first failure is new information (a new call): a's chain restarts at 2; b's 2nd identical
-    # failure at 3 (I1), a's at 4 (I1); b's third request is denied
+    # failure at 3 (reminder), a's at 4 (reminder); b's third request is denied
     assert replay(calls) == [(3, "notice", "repeat"), (4, "notice", "repeat"), (5, "deny", "repeat")]
 
 
@@ -349,8 +349,8 @@ def test_a_paging_sweep_that_wraps_around() -> None:
     calls = run(*(pages * 3))
     # pass 1 (0-3) is all new: pages 0-2's chains are broken by the new pages after them, page 3's
     # is not (nothing new came after it).  Pass 2 (4-7) brings nothing new: page 3's 2nd identical
-    # result at 7 (I1).  Pass 3: pages 0-2 get their 2nd identical results (I1 at 8-10), 8 is the 5th
-    # call without new information (I4), and page 3's third request is denied (D1 comes before the
+    # result at 7 (reminder).  Pass 3: pages 0-2 get their 2nd identical results (reminder at 8-10), 8 is the 5th
+    # call without new information (anchor), and page 3's third request is denied (`repeat` comes before the
     # cycle, which would reach 3 full periods of 4 there)
     assert replay(calls) == [
         (7, "notice", "repeat"),
@@ -362,7 +362,7 @@ def test_a_paging_sweep_that_wraps_around() -> None:
     ]
 
 
-# --------------------------------------------------------------------------- D5 on shell commands
+# --------------------------------------------------------------------------- `unscoped_search` on shell commands
 
 
 @pytest.mark.parametrize(
@@ -402,7 +402,7 @@ def test_shell_identity_reads_the_parsed_command() -> None:
         g2.after_call("s", "bash", args, WRAP_EMPTY)
 
 
-# --------------------------------------------------------------------------- D3
+# --------------------------------------------------------------------------- `error_avoidance`
 
 
 def test_d3_an_alternative_of_the_failed_lookup_remedies_it() -> None:
@@ -414,7 +414,7 @@ def test_d3_an_alternative_of_the_failed_lookup_remedies_it() -> None:
         (("get_order_details", {"order_id": "#W1"}), '{"order_id": "#W1", "status": "delivered"}'),
     )
     assert replay(calls) == []
-    # an unrelated tool three times after the failure: error avoidance (D3) at the third
+    # an unrelated tool three times after the failure: `error_avoidance` at the third
     calls[1] = ("list_products", {}, '["p1", "p2"]', False)
     assert replay(calls) == [(3, "notice", "error_avoidance")]
 

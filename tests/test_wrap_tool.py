@@ -63,7 +63,7 @@ def test_cancel_raises_before_the_body_runs() -> None:
 
     def poll(args: dict[str, Any]) -> str:
         runs[0] += 1
-        return f"tick {runs[0]}"  # changes every time: D1 never fires
+        return f"tick {runs[0]}"  # changes every time: `repeat` never fires
 
     guard = ToolGuard(ToolGuardConfig(repeat_call_limit=3, repeat_call_needs_same_result=False))
     guarded = wrap_tool(poll, guard, tool="poll")
