@@ -417,9 +417,12 @@ class LoopBrake:
                     if seen is None:
                         seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
                     seen.add(call_id, (digest, denied_at))
-        if denied_at:
-            logger.warning(
-                "loop brake denied tool %s: call %s…, %d in a row, limit %d, session %s%s",
+        level = logging.WARNING if denied_at else logging.DEBUG
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                "loop brake %s tool %s: call %s…, %d in a row, limit %d, session %s%s",
+                "denied" if denied_at else "allowed",
                 json.dumps(tool, ensure_ascii=False),
                 digest[:12],
                 count,
@@ -427,18 +430,9 @@ class LoopBrake:
                 json.dumps(key, ensure_ascii=False),
                 " (call id seen before)" if repeated else "",
             )
+        if denied_at:
             raise LoopBrakeError(
                 tool_name=tool, count=count, max_repeats=limit, hash_prefix=digest[:12], session_id=key
-            )
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "loop brake allowed tool %s: call %s…, %d in a row, limit %d, session %s%s",
-                json.dumps(tool, ensure_ascii=False),
-                digest[:12],
-                count,
-                limit,
-                json.dumps(key, ensure_ascii=False),
-                " (call id seen before)" if repeated else "",
             )
         return count
 
