@@ -8,6 +8,12 @@ Directives are set once, here.  Environment toggles:
 * ``LOOPCORE_ANNOTATE=1`` -- write ``src/loopcore/_core.html``.
 * ``LOOPCORE_REQUIRE_EXTENSION=1`` -- fail the install when the extension does
   not build (otherwise the pure-Python reference is used, with a warning).
+
+The generated C goes to ``build/cython`` (release) or ``build/cython-debug`` (``LOOPCORE_DEBUG=1``),
+never beside the ``.pyx``: Cython regenerates a ``.c`` only when it is older than its ``.pyx``, so
+one shared file would let a debug build compile the release C (no bounds checks) or the reverse.
+A debug or ASan build also recompiles every extension (``build_ext --force``), since an extension
+built with other flags would otherwise count as up to date.
 """
 
 import os
@@ -20,6 +26,7 @@ from setuptools.command.build_ext import build_ext
 DEBUG = os.environ.get("LOOPCORE_DEBUG") == "1"
 REQUIRE = os.environ.get("LOOPCORE_REQUIRE_EXTENSION") == "1"
 ASAN = os.environ.get("LOOPCORE_ASAN") == "1"
+CYTHON_BUILD_DIR = os.path.join("build", "cython-debug" if DEBUG else "cython")
 
 DIRECTIVES = {
     "language_level": 3,
@@ -61,6 +68,20 @@ class OptionalBuildExt(build_ext):
     ``OSError``), so every error is caught here unless ``LOOPCORE_REQUIRE_EXTENSION=1``.
     """
 
+    def finalize_options(self) -> None:
+        # Cythonized here, when something is built, not each time setup.py runs (sdist, egg_info);
+        # before setuptools' own finalize_options, which prepares the extensions it is given.
+        self.distribution.ext_modules = cythonize(
+            self.distribution.ext_modules,
+            include_path=["src"],
+            build_dir=CYTHON_BUILD_DIR,
+            compiler_directives=DIRECTIVES,
+            annotate=os.environ.get("LOOPCORE_ANNOTATE") == "1",
+        )
+        super().finalize_options()
+        if DEBUG or ASAN:  # objects built with other flags must not count as up to date
+            self.force = True
+
     def run(self) -> None:
         try:
             super().run()
@@ -73,23 +94,19 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:
             self._fallback(exc)
 
-    @staticmethod
-    def _fallback(exc: Exception) -> None:
+    _warned = False
+
+    @classmethod
+    def _fallback(cls, exc: BaseException) -> None:
         if REQUIRE:
             raise exc
-        print(
-            f"WARNING: loopcore's extensions were not built ({exc}); loopguard will use the slow "
-            "pure-Python reference. Install a C compiler and reinstall for the compiled core.",
-            file=sys.stderr,
-        )
+        if not cls._warned:  # once: every extension fails the same way without a compiler
+            cls._warned = True
+            print(
+                f"WARNING: loopcore's extensions were not built ({exc}); loopguard will use the slow "
+                "pure-Python reference. Install a C compiler and reinstall for the compiled core.",
+                file=sys.stderr,
+            )
 
 
-setup(
-    cmdclass={"build_ext": OptionalBuildExt},
-    ext_modules=cythonize(
-        extensions,
-        include_path=["src"],
-        compiler_directives=DIRECTIVES,
-        annotate=os.environ.get("LOOPCORE_ANNOTATE") == "1",
-    ),
-)
+setup(cmdclass={"build_ext": OptionalBuildExt}, ext_modules=extensions)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 from functools import lru_cache
 from pathlib import Path
@@ -157,7 +158,9 @@ def fixed_deltas(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-REAL_BENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "bench"
+#: ``../shared/data`` beside this repository, or the folder ``LOOPGUARD_SHARED_DATA`` names
+SHARED_DATA = Path(os.environ.get("LOOPGUARD_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+REAL_BENCH = SHARED_DATA / "real" / "bench"
 REAL_SEPARATOR = "\n\n"
 
 
@@ -169,7 +172,8 @@ def real_missing_reason(root: Path = REAL_BENCH) -> str:
     return (
         f"the real-text corpus needs the clean records of {root}/*.jsonl: the shared data "
         f"comes from the `shared` repository checked out beside this one "
-        f"(as {root.parents[2]}, next to {Path(__file__).resolve().parents[1]})"
+        f"(as {root.parents[2]}, next to {Path(__file__).resolve().parents[1]}), "
+        f"or the folder LOOPGUARD_SHARED_DATA names"
     )
 
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from conftest import CASES
 from loopguard import Detection, TextConfig, TextLoopDetector, scan_text
 from loopguard.messages import pick_language
 
-CASES = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cases").resolve()
 ZH_REASONING = "010_zh-reasoning-sentence-loop.txt"  # cycle at 1000, cut 333 (index.json: loop_start 289, period 45)
 EN_ANSWER = "001_en-verbatim-explanation-paragraph.txt"  # near_cycle at 2000, cut 1260 (loop_start 884, period 379)
 RESCUE_KINDS = ("cycle", "pool", "near_cycle")  # session.py _RESCUE_KINDS

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, shared_data
 from loopguard import ToolGuardConfig
 from loopguard.cli import main
 from loopguard.evaluate_runs import RunCollector, parse_run, replay_run, summarize_runs
@@ -49,12 +49,16 @@ def full() -> dict[str, Any]:
     return collector.report.to_dict(by=["agent"], worst=None)
 
 
+@shared_data
+@pytest.mark.slow
 def test_agentbench_counts(full: dict[str, Any]) -> None:
     s = full["summary"]
     assert (full["runs"], s["calls"]) == (4592, 123946)
     assert (s["clean"]["n"], s["loop"]["n"], s["null"]["n"]) == (1096, 428, 3068)
 
 
+@shared_data
+@pytest.mark.slow
 def test_clean_runs_denied_or_cancelled(full: dict[str, Any]) -> None:
     clean = full["summary"]["clean"]
     assert clean["strong"]["k"] <= 4, full["worst"]
@@ -64,17 +68,22 @@ def test_clean_runs_denied_or_cancelled(full: dict[str, Any]) -> None:
     assert all(set(w) == {"id", "agent", "model", "calls", "strong", "first", "kinds"} for w in full["worst"])
 
 
+@shared_data
+@pytest.mark.slow
 def test_notices_on_clean_runs(full: dict[str, Any]) -> None:
     notice = full["summary"]["clean"]["notice"]
     assert notice["k"] <= 51 and notice["k"] / notice["n"] <= 0.05, full["summary"]["clean"]["notice_kinds"]
 
 
+@shared_data
+@pytest.mark.slow
 def test_loops_caught_by_their_deadline(full: dict[str, Any]) -> None:
     loop = full["summary"]["loop"]
     assert loop["caught"]["k"] >= 425
     assert loop["median_calls_to_action"] == 2
 
 
+@shared_data
 def test_success_grace_is_the_opt_in_for_successful_repeats() -> None:
     tau2 = _collect([AGENTBENCH / "tau2_openai-gpt-4.x.jsonl.gz"], ToolGuardConfig(success_grace=1))
     s = summarize_runs(tau2.report.results)
@@ -92,6 +101,8 @@ def _agentbench_tool() -> Any:
     return module
 
 
+@shared_data
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tau2_openai-gpt-4.x.jsonl.gz", "mini-swe-agent_gemini-3-pro.jsonl.gz"])
 def test_eval_agrees_with_the_independent_evaluator(name: str) -> None:
     tool = _agentbench_tool()
@@ -104,6 +115,7 @@ def test_eval_agrees_with_the_independent_evaluator(name: str) -> None:
     assert ours["null"]["strong"] == theirs["null_strong"] and ours["null"]["any"] == theirs["null_any"]
 
 
+@shared_data
 def test_eval_command_prints_runs(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["eval", str(AGENTBENCH / "tau-bench_gpt-4o_airline.jsonl.gz"), "--by", "model", "--json"])
     out = json.loads(capsys.readouterr().out)

@@ -104,6 +104,7 @@ def test_lone_surrogates_nul_and_empty_deltas(impl: str) -> None:
     assert [(d.kind, d.start, d.cut, d.evidence["period"]) for d in found] == [("cycle", 500, 530, 30)]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif("cython" not in loopcore.implementations(), reason="the compiled core is not built")
 def test_ten_megabyte_delta() -> None:
     # the compiled core only: the reference is quadratic by design

@@ -21,6 +21,7 @@ from types import ModuleType
 import pytest
 
 import loopcore
+from conftest import shared_data
 from loopguard import TextConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +82,7 @@ def test_real_stream_says_where_the_data_comes_from(tmp_path: Path) -> None:
     assert not corpus.real_available(tmp_path / "missing")
 
 
-@pytest.mark.skipif(not corpus.real_available(), reason="../shared/data is not checked out")
+@shared_data
 def test_real_stream_is_the_bench_records() -> None:
     texts = corpus.real_texts()
     assert len(texts) == 6007  # the clean records of the three bench files
@@ -245,6 +246,7 @@ def test_callgrind_totals_are_read() -> None:
         compare.callgrind_total("events: Ir\n")
 
 
+@pytest.mark.slow
 @needs_core
 def test_instructions_per_code_point_are_counted_inside_the_feed_and_repeat_exactly(tmp_path: Path) -> None:
     """``compare.py --instructions`` on this tree: the count is deterministic (two runs agree to

@@ -488,6 +488,7 @@ def test_lru_eviction() -> None:
     assert b.streak("c") == 0
 
 
+@pytest.mark.slow
 def test_million_sessions_memory_is_bounded() -> None:
     max_sessions = 10_000
     b = LoopBrake(3, max_sessions=max_sessions)

@@ -20,7 +20,8 @@ from loopguard.results import result_digest
 from loopguard.toolruns import call_hash
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / ".." / "shared" / "data"
+from conftest import DATA, shared_data  # noqa: E402
+
 REAL = DATA / "real"
 EXAMPLE = ROOT / "examples" / "agent-loop.jsonl"
 
@@ -47,6 +48,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int
 # --------------------------------------------------------------------------- SWE-agent
 
 
+@shared_data
 def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[str]) -> None:
     path = REAL / "swe-agent" / "eps.traj"
     code, out, err = run(capsys, "scan", path)
@@ -65,6 +67,7 @@ def test_eps_traj_reports_four_identical_submits(capsys: pytest.CaptureFixture[s
     assert "flag{" not in out  # the action (tool arguments) is never printed
 
 
+@shared_data
 def test_eps_traj_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = REAL / "swe-agent" / "eps.traj"
     observation = json.loads(path.read_text(encoding="utf-8"))["trajectory"][9]["observation"]
@@ -112,6 +115,7 @@ def test_eps_traj_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert steps[8]["action"] != EPS_ACTION and steps[13]["action"] != EPS_ACTION
 
 
+@shared_data
 def test_other_trajectories_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     names = ["BabyEncryption.traj", "marshmallow-code__marshmallow-1867.traj", "pydicom__pydicom-1458.traj"]
     code, objects, err = run_json(capsys, *(REAL / "swe-agent" / n for n in names))
@@ -122,6 +126,7 @@ def test_other_trajectories_are_clean(capsys: pytest.CaptureFixture[str]) -> Non
     assert (edit["tool"], edit["calls"], edit["results_identical"], edit["loop"]) == ("edit", [6, 7], True, False)
 
 
+@shared_data
 def test_claude_code_logs_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     paths = [REAL / "claude-code" / n for n in CLAUDE_LOGS]
     code, objects, err = run_json(capsys, *paths)
@@ -154,6 +159,7 @@ EXACT_LOOP_STARTS = {
 }
 
 
+@shared_data
 def test_reasoning_dir_json_per_record(capsys: pytest.CaptureFixture[str]) -> None:
     code, objects, err = run_json(capsys, REASONING)
     assert code == 1 and err == ""
@@ -173,6 +179,7 @@ def test_reasoning_dir_json_per_record(capsys: pytest.CaptureFixture[str]) -> No
     assert records_seen == 28
 
 
+@shared_data
 def test_reasoning_dir_rescue_profile_finds_every_exact_loop_start(capsys: pytest.CaptureFixture[str]) -> None:
     code, objects, _ = run_json(capsys, "--profile", "rescue", REASONING)
     assert code == 1
@@ -321,6 +328,7 @@ def test_two_identical_calls_are_a_finding_but_exit_zero(tmp_path: Path, capsys:
     ]
 
 
+@shared_data
 @pytest.mark.parametrize(
     ("case", "code", "run"),
     [

@@ -11,7 +11,7 @@ import pytest
 
 import loopguard
 import loopguard.evaluate
-from conftest import CASES
+from conftest import CASES, shared_data
 from loopguard import TextConfig
 from loopguard.cli import main
 from loopguard.errors import InputError
@@ -478,6 +478,7 @@ SEED = {
 }
 
 
+@shared_data
 @pytest.mark.parametrize("profile", sorted(SEED))
 def test_shared_text_cases_seed_numbers(profile: str) -> None:
     cases = [c for c in load_cases(CASES) if c.kind == "text"]
@@ -496,6 +497,7 @@ def test_shared_text_cases_seed_numbers(profile: str) -> None:
     assert summary["max_latency"] == max(r.latency for r in report.results if r.latency is not None)
 
 
+@shared_data
 def test_shared_text_summary_lines_fuse() -> None:
     cases = [c for c in load_cases(CASES) if c.kind == "text"]
     calls: list[int] = []
@@ -520,6 +522,7 @@ def test_docstring_examples() -> None:
     assert result.failed == 0 and result.attempted > 0
 
 
+@shared_data
 def test_cli_on_shared_cases(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "eval", CASES, "--json", "--profile", "fuse")
     assert code == 0

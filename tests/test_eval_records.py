@@ -23,7 +23,7 @@ import pytest
 import loopguard
 import loopguard.evaluate_records as er
 import loopguard.session
-from conftest import CASES, DATA
+from conftest import CASES, DATA, shared_data
 from loopguard.cli import main
 from loopguard.errors import InputError
 from loopguard.evaluate_records import (
@@ -337,6 +337,7 @@ def test_cli_text_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert "worst" not in out
 
 
+@shared_data
 def test_cli_json_profiles_and_mixed_with_case_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = hand_set(tmp_path)
     code, out, _ = run(capsys, "eval", CASES, "--json")
@@ -380,6 +381,7 @@ def test_cli_json_profiles_and_mixed_with_case_folder(capsys: pytest.CaptureFixt
     assert list(json.loads(out)["records"]["profiles"]) == ["rescue", "default"]
 
 
+@shared_data
 def test_cli_mixed_text_output_keeps_case_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = hand_set(tmp_path)
     code, alone, _ = run(capsys, "eval", CASES)
@@ -390,6 +392,7 @@ def test_cli_mixed_text_output_keeps_case_table(capsys: pytest.CaptureFixture[st
 # --------------------------------------------------------------------------- agreement with cutbench.py
 
 
+@shared_data
 def test_agrees_with_cutbench_on_the_bench() -> None:
     sys.path.insert(0, str(TOOLS))
     try:

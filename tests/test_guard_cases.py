@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from conftest import CASES, DATA, shared_data, shared_json
 from loopguard.guard import ToolGuard
 from loopguard.logs import read_log
 
-DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
+pytestmark = shared_data
 
-CASES = DATA / "cases"
-INDEX = json.loads((CASES / "index.json").read_text(encoding="utf-8"))
+INDEX = shared_json("cases/index.json", [])
 ENTRIES = INDEX if isinstance(INDEX, list) else INDEX["cases"]
 TOOL_CASES = [e for e in ENTRIES if e["kind"] == "tool_calls"]
 

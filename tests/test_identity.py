@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 import pytest
 
-from conftest import DATA
+from conftest import shared_data, shared_json
 from loopguard.identity import (
     MAX_DEPTH,
     action_fingerprint,
@@ -17,13 +16,15 @@ from loopguard.identity import (
     session_key,
 )
 
-VECTORS = json.loads((DATA / "call-hash-vectors.json").read_text(encoding="utf-8"))
+VECTORS = shared_json("call-hash-vectors.json", [])
 
 
+@shared_data
 def test_there_are_24_vectors() -> None:
     assert len(VECTORS) == 24
 
 
+@shared_data
 @pytest.mark.parametrize("vector", VECTORS, ids=[f"{i:02d}-{v['tool']}" for i, v in enumerate(VECTORS)])
 def test_js_vectors(vector: dict) -> None:
     assert canonical_json(vector["args"]) == vector["canonical"]

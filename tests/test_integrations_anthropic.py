@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import loopguard.integrations.anthropic as anthropic_module
+from conftest import shared_data
 from loopguard import Detection, Session, StreamConfig, StreamGuard, TextConfig
 from loopguard.integrations.anthropic import (
     ResumeRequest,
@@ -143,6 +144,7 @@ def alternates(messages: list[Any]) -> bool:
 # ------------------------------------------------------------- exact cuts
 
 
+@shared_data
 @pytest.mark.parametrize("wrap", [lambda e: e, ns], ids=["dicts", "objects"])
 @pytest.mark.parametrize("sizes", [(7,), (2, 13, 6, 17)], ids=["7", "varying"])
 @pytest.mark.parametrize(("name", "channel"), [(ZH_REASONING, "reasoning"), (EN_ANSWER, "text")])
@@ -177,6 +179,7 @@ def run(stream: Any) -> list[Any]:
     return list(stream)
 
 
+@shared_data
 def test_the_numbers_the_cases_give() -> None:
     raw, text, trigger, consumed, detection = loop_events(ZH_REASONING, "reasoning")
     assert (consumed, detection.kind, detection.position, detection.cut) == (1001, "cycle", 1000, 333)
@@ -190,6 +193,7 @@ def test_the_numbers_the_cases_give() -> None:
     assert stream.outcome.kept_text == text[:1260] + "\n〔945 chars of repeated text removed〕"
 
 
+@shared_data
 @pytest.mark.parametrize("mode", ["cut", "rescue"])
 def test_thinking_then_tool_use_then_text_loop(mode: str) -> None:
     """Sequential blocks: the tool call is complete before the answer loops; it stays in the
@@ -241,6 +245,7 @@ def test_message_end_closes_a_tool_use_block_left_open(end: str) -> None:
     assert guard.finish().tool_calls == (StreamToolCall(0, "toolu_01", "search", ARGS),)
 
 
+@shared_data
 @pytest.mark.parametrize("mode", ["cut", "rescue"])
 def test_a_loop_while_a_tool_block_is_open_waits_for_its_content_block_stop(mode: str) -> None:
     """A text block interleaved with an unclosed tool_use block: the cut waits for the call; the
@@ -267,6 +272,7 @@ def test_a_loop_while_a_tool_block_is_open_waits_for_its_content_block_stop(mode
     assert outcome.kept_text == expected_kept(text[:seen], detection.cut, "text")
 
 
+@shared_data
 def test_thinking_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """The answer loops while a tool_use block is open; a thinking delta before the block stops is
     passed on and kept as streamed, never fed to the detectors."""
@@ -294,6 +300,7 @@ def test_thinking_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPa
     assert stream.outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
 
 
+@shared_data
 def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
     text = case(EN_ANSWER)
     position, detection = acting(text, "text")
@@ -311,6 +318,7 @@ def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
     assert outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
 
 
+@shared_data
 def test_the_message_stream_helpers_derived_events_are_not_counted_twice() -> None:
     """``client.messages.stream()`` yields each raw delta and then a derived ``text`` /
     ``thinking`` / ``input_json`` event with a snapshot; only the raw one is read."""
@@ -355,6 +363,7 @@ def test_initial_block_text_is_fed() -> None:
 # ------------------------------------------------------- modes and watch
 
 
+@shared_data
 def test_observe_passes_every_event_unchanged_and_records_the_detection() -> None:
     raw, text, trigger, consumed, detection = loop_events(ZH_REASONING, "reasoning")
     events = [ns(e) for e in raw]
@@ -369,6 +378,7 @@ def test_observe_passes_every_event_unchanged_and_records_the_detection() -> Non
     assert outcome.kept_reasoning == text
 
 
+@shared_data
 def test_watch_text_ignores_a_thinking_loop() -> None:
     session = Session(text_config=TextConfig("default", watch="text"))
     raw, text, *_ = loop_events(ZH_REASONING, "reasoning")
@@ -443,6 +453,7 @@ def test_events_of_unexpected_shape_pass_through_and_never_raise() -> None:
         assert apply_anthropic_event(event, guard) is Action.CONTINUE
 
 
+@shared_data
 def test_bad_events_interleaved_do_not_change_the_cut() -> None:
     raw, text, trigger, consumed, detection = loop_events(ZH_REASONING, "reasoning")
     events: list[Any] = []
@@ -478,6 +489,7 @@ def test_an_upstream_error_propagates_unchanged_with_the_text_seen_before() -> N
     assert (outcome.kept_reasoning, outcome.kept_text) == ("Check the plan.", "Here is the answer")
 
 
+@shared_data
 def test_close_is_called_once_with_a_context_manager() -> None:
     raw, *_ = loop_events(EN_ANSWER, "text")
     upstream = Upstream(raw)
@@ -490,6 +502,7 @@ def test_close_is_called_once_with_a_context_manager() -> None:
 # ------------------------------------------------------------------ async
 
 
+@shared_data
 def test_async_generator_upstream_gives_the_same_cut_and_is_closed_once() -> None:
     raw, text, trigger, consumed, detection = loop_events(ZH_REASONING, "reasoning", (4, 10))
     events = [ns(e) for e in raw]
@@ -516,6 +529,7 @@ def test_async_generator_upstream_gives_the_same_cut_and_is_closed_once() -> Non
     assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
 
 
+@shared_data
 def test_async_stream_with_async_close() -> None:
     raw, text, trigger, consumed, detection = loop_events(EN_ANSWER, "text")
     upstream = AsyncUpstream(raw)
@@ -572,6 +586,7 @@ def cut_outcome(name: str, channel: str) -> tuple[StreamOutcome, str]:
     return stream.outcome, text
 
 
+@shared_data
 def test_resume_after_a_thinking_loop_appends_the_note_to_the_user_turn() -> None:
     outcome, text = cut_outcome(ZH_REASONING, "reasoning")
     messages = [{"role": "user", "content": "安排一下周三的会议。"}]
@@ -589,6 +604,7 @@ def test_resume_after_a_thinking_loop_appends_the_note_to_the_user_turn() -> Non
     assert request.kwargs() == {"messages": request.messages, "temperature": 1.0}
 
 
+@shared_data
 def test_resume_after_an_answer_loop_keeps_the_pruned_answer_as_the_assistant_turn() -> None:
     outcome, text = cut_outcome(EN_ANSWER, "text")
     messages = [{"role": "user", "content": "Why is my query slow?"}]
@@ -603,6 +619,7 @@ def test_resume_after_an_answer_loop_keeps_the_pruned_answer_as_the_assistant_tu
     assert request.settings == {"temperature": 0.7}
 
 
+@shared_data
 def test_resume_after_tool_results_adds_a_text_block_to_the_tool_result_turn() -> None:
     outcome, _ = cut_outcome(ZH_REASONING, "reasoning")
     results = [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "3 rows"}]
@@ -621,6 +638,7 @@ def test_resume_after_tool_results_adds_a_text_block_to_the_tool_result_turn() -
     assert request.messages[:2] == messages[:2]
 
 
+@shared_data
 def test_resume_after_a_prefill_continues_the_assistant_turn() -> None:
     outcome, text = cut_outcome(EN_ANSWER, "text")
     messages = [{"role": "user", "content": "Why is my query slow?"}, {"role": "assistant", "content": "Short answer:"}]
@@ -632,6 +650,7 @@ def test_resume_after_a_prefill_continues_the_assistant_turn() -> None:
     assert prefill_only.messages[1] == messages[1]
 
 
+@shared_data
 def test_resume_settings_and_errors() -> None:
     outcome, _ = cut_outcome(ZH_REASONING, "reasoning")
     assert (
@@ -647,6 +666,7 @@ def test_resume_settings_and_errors() -> None:
         resume_messages("hello", outcome)  # type: ignore[arg-type]
 
 
+@shared_data
 def test_resume_messages_are_json_and_mappings() -> None:
     outcome, _ = cut_outcome(EN_ANSWER, "text")
     request = resume_messages([{"role": "user", "content": "q"}], outcome)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import loopguard.integrations.responses as responses_module
+from conftest import shared_data
 from loopguard import Detection, LoopGuardCancelled, Session, StreamConfig, StreamGuard, TextConfig
 from loopguard.integrations.responses import aguard_response_stream, apply_response_event, guard_response_stream
 from loopguard.messages import pick_language
@@ -151,6 +152,7 @@ def spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 # ------------------------------------------------------------- exact cuts
 
 
+@shared_data
 @pytest.mark.parametrize("wrap", [lambda e: e, ns], ids=["dicts", "objects"])
 @pytest.mark.parametrize("sizes", [(7,), (3, 11, 5, 19, 1)], ids=["7", "varying"])
 @pytest.mark.parametrize(
@@ -191,6 +193,7 @@ def test_cut_at_the_first_checkpoint_with_the_exact_prune(
     assert outcome.tool_calls == ()
 
 
+@shared_data
 def test_the_numbers_the_cases_give() -> None:
     """The independent reference itself, pinned (so a regression in both cannot hide)."""
     zh = case(ZH_REASONING)
@@ -210,6 +213,7 @@ def test_the_numbers_the_cases_give() -> None:
     assert stream.outcome.kept_text == en[:1260] + "\n〔945 chars of repeated text removed〕"
 
 
+@shared_data
 def test_real_openai_sdk_event_objects() -> None:
     responses = pytest.importorskip("openai.types.responses")
     text = case(ZH_REASONING)
@@ -290,6 +294,7 @@ def interleaved(text: str, after_trigger: str) -> tuple[list[dict[str, Any]], di
     return events, fc, trigger, consumed, detection
 
 
+@shared_data
 @pytest.mark.parametrize("wrap", [lambda e: e, ns], ids=["dicts", "objects"])
 def test_a_cut_waits_for_the_open_call_and_passes_it_whole(wrap: Any) -> None:
     text = case(ZH_REASONING)
@@ -310,6 +315,7 @@ def test_a_cut_waits_for_the_open_call_and_passes_it_whole(wrap: Any) -> None:
     assert outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
 
 
+@shared_data
 def test_without_done_event_the_output_item_done_closes_the_call() -> None:
     text = case(ZH_REASONING)
     raw, fc, trigger, consumed, detection = interleaved(text, "call")
@@ -321,6 +327,7 @@ def test_without_done_event_the_output_item_done_closes_the_call() -> None:
     assert stream.outcome.kept_reasoning == expected_kept(text[:consumed], detection.cut, "reasoning")
 
 
+@shared_data
 @pytest.mark.parametrize("mode", ["cut", "rescue"])
 def test_reasoning_while_the_cut_waits_passes_until_the_call_ends(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reasoning deltas after the trigger, while the call is open: passed on and recorded (not
@@ -344,6 +351,7 @@ def test_reasoning_while_the_cut_waits_passes_until_the_call_ends(mode: str, mon
     assert outcome.kept_reasoning == expected_kept(text, detection.cut, "reasoning")
 
 
+@shared_data
 def test_answer_text_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     fed = spy_feed(monkeypatch)
     text = case(ZH_REASONING)
@@ -361,6 +369,7 @@ def test_answer_text_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.Monke
     assert outcome.stopped and not outcome.should_resume
 
 
+@shared_data
 def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
     """No event closes the call: the end of the stream completes it; the loop is pruned, but the
     attempt ended by itself (not stopped, not resumed) and counts as completed."""
@@ -381,6 +390,7 @@ def test_a_stream_that_ends_while_the_cut_waits_is_pruned_not_stopped() -> None:
     assert session.consecutive_rescues == 0
 
 
+@shared_data
 def test_a_completed_call_before_the_loop_means_no_resume() -> None:
     text = case(ZH_REASONING)
     position, detection = acting(text, "reasoning")
@@ -434,6 +444,7 @@ def test_end_events_close_open_calls(end: str) -> None:
 # ------------------------------------------------------- modes and watch
 
 
+@shared_data
 def test_observe_passes_every_event_unchanged_and_records_the_detection() -> None:
     text = case(ZH_REASONING)
     _, detection = acting(text, "reasoning")
@@ -451,6 +462,7 @@ def test_observe_passes_every_event_unchanged_and_records_the_detection() -> Non
     assert outcome.tool_calls == (StreamToolCall("fc_1", "call_1", "get_weather", ARGS),)
 
 
+@shared_data
 def test_watch_text_ignores_a_reasoning_loop_but_not_an_answer_loop() -> None:
     session = Session(text_config=TextConfig("default", watch="text"))
     text = case(ZH_REASONING)
@@ -465,6 +477,7 @@ def test_watch_text_ignores_a_reasoning_loop_but_not_an_answer_loop() -> None:
     assert stream.outcome.stopped and stream.outcome.channel == "text"
 
 
+@shared_data
 def test_rescue_cap_cancels_and_raises_when_asked() -> None:
     text = case(ZH_REASONING)
     events = deltas_events(split(text), "response.reasoning_text.delta")
@@ -549,6 +562,7 @@ def test_events_of_unexpected_shape_pass_through_and_never_raise() -> None:
         assert apply_response_event(event, guard) is Action.CONTINUE
 
 
+@shared_data
 def test_bad_events_interleaved_do_not_change_the_cut() -> None:
     text = case(EN_ANSWER)
     position, detection = acting(text, "text")
@@ -588,6 +602,7 @@ def test_an_upstream_error_propagates_unchanged_with_the_text_seen_before() -> N
         next(stream)
 
 
+@shared_data
 def test_close_is_called_once_with_a_context_manager_and_a_second_close() -> None:
     text = case(ZH_REASONING)
     upstream = Upstream(deltas_events(split(text), "response.reasoning_summary_text.delta"))
@@ -600,6 +615,7 @@ def test_close_is_called_once_with_a_context_manager_and_a_second_close() -> Non
 # ------------------------------------------------------------------ async
 
 
+@shared_data
 def test_async_generator_upstream_gives_the_same_cut_and_is_closed_once() -> None:
     text = case(EN_ANSWER)
     position, detection = acting(text, "text")
@@ -629,6 +645,7 @@ def test_async_generator_upstream_gives_the_same_cut_and_is_closed_once() -> Non
     assert outcome.kept_text == expected_kept(text[:consumed], detection.cut, "text")
 
 
+@shared_data
 def test_async_stream_with_async_close_and_deferred_cut() -> None:
     text = case(ZH_REASONING)
     raw, fc, trigger, consumed, detection = interleaved(text, "call")

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import zstandard
 
+from conftest import DATA, shared_data
 from loopguard import InputError
 from loopguard.logs import ToolCall, expand_paths, open_maybe_compressed, read_log
 from loopguard.toolruns import call_hash, find_runs, hash_prefix
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 REAL = DATA / "real"
 CASES = DATA / "cases"
 
@@ -100,6 +100,7 @@ TOOL_CASE_RUNS = {  # file -> [(tool, first call, last call, results identical)]
 }
 
 
+@shared_data
 def test_runs_in_every_tool_call_case() -> None:
     files = sorted(CASES.glob("*_tool-*.json"))
     assert len(files) == 15
@@ -115,6 +116,7 @@ def test_runs_in_every_tool_call_case() -> None:
 # --------------------------------------------------------------------------- SWE-agent
 
 
+@shared_data
 def test_swe_agent_eps_steps_and_actions() -> None:
     log = read_log(REAL / "swe-agent" / "eps.traj")
     doc = json.loads((REAL / "swe-agent" / "eps.traj").read_text(encoding="utf-8"))
@@ -131,6 +133,7 @@ def test_swe_agent_eps_steps_and_actions() -> None:
     assert run.where == ({"step": 9}, {"step": 10}, {"step": 11}, {"step": 12})
 
 
+@shared_data
 @pytest.mark.parametrize(
     ("name", "steps", "runs"),
     [
@@ -164,6 +167,7 @@ CLAUDE_STATS = {  # from data/real/claude-code/README.md: message ids, tool_use,
 }
 
 
+@shared_data
 @pytest.mark.parametrize("name", sorted(CLAUDE_STATS))
 def test_claude_code_groups_blocks_by_message_id(name: str) -> None:
     messages, tool_uses, errors, text_chars, names = CLAUDE_STATS[name]
@@ -186,6 +190,7 @@ def test_claude_code_groups_blocks_by_message_id(name: str) -> None:
     assert find_runs(calls) == []  # longest identical run is 1
 
 
+@shared_data
 def test_claude_code_log_saved_as_txt_is_detected_from_content(tmp_path: Path) -> None:
     copy = tmp_path / "claude-code.txt"  # the name the logs had upstream
     shutil.copyfile(REAL / "claude-code" / "azure-bgp-oscillation-route-le-15be2a.jsonl", copy)
@@ -337,6 +342,7 @@ REASONING_FILES = {
 }
 
 
+@shared_data
 @pytest.mark.parametrize("name", sorted(REASONING_FILES))
 def test_dataset_records_by_line_and_id(name: str) -> None:
     path = REAL / "reasoning" / name
@@ -437,6 +443,7 @@ def test_binary_files_are_unknown_format(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- compression
 
 
+@shared_data
 def test_gzip_and_zstd_read_like_the_plain_file(tmp_path: Path) -> None:
     source = REAL / "swe-agent" / "eps.traj"
     data = source.read_bytes()

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loopcore
-from conftest import CASES, load_index
+from conftest import CASES, load_index, shared_data
 from helpers import detect, random_cuts
 from loopcore._reference import (
     NEAR_GAP,
@@ -110,11 +110,13 @@ def noisy_streams(draw: st.DrawFn) -> str:
     return text
 
 
+@pytest.mark.slow
 @given(data=st.data())
 def test_parity_tiny_near_cycle(data: st.DataObject) -> None:
     assert_parity_drawn(data, data.draw(noisy_streams()), TINY_N)
 
 
+@shared_data
 @pytest.mark.parametrize("case", [c for c in load_index() if c["kind"] == "text"], ids=lambda c: c["file"][:3])
 def test_parity_near_cycle_on_the_cases(case: dict) -> None:
     text = (CASES / case["file"]).read_text(encoding="utf-8")

@@ -28,7 +28,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,7 +38,10 @@ from loopguard.messages import render
 
 openai = pytest.importorskip("openai")
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "cases"
+from conftest import CASES, shared_data  # noqa: E402
+
+pytestmark = shared_data
+
 DELTA = 8  # code points per streamed chunk
 DELAY = 0.002  # seconds between chunks: the client has time to cut mid-stream
 ANSWER = "The meeting is at 10:00."

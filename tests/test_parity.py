@@ -13,7 +13,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import loopcore
-from conftest import CASES, load_index
+from conftest import CASES, load_index, shared_data
 from helpers import detect, random_cuts
 from loopguard import TextConfig, TextLoopDetector
 
@@ -26,6 +26,7 @@ def _channel(case: dict) -> str:
     return "reasoning" if case["channel"] == "reasoning" else "text"
 
 
+@shared_data
 @pytest.mark.parametrize("profile", ["fuse", "rescue", "default"])
 @pytest.mark.parametrize("case", TEXT_CASES, ids=lambda c: c["file"][:3])
 def test_case_parity(case: dict, profile: str) -> None:
@@ -143,6 +144,7 @@ def test_parity_default_profiles(data: st.DataObject) -> None:
     assert detect(text, profile, "cython", channel=channel, cuts=data.draw(chunkings(text))) == reference
 
 
+@pytest.mark.slow
 @given(
     period=st.integers(1, 5000),
     seed=st.integers(0, 2**16),
@@ -356,6 +358,7 @@ def test_art_runs_by_hand() -> None:
     assert not art_run("Let me check the sum again. " * 20, 0.3)  # prose is ~80 % alphanumeric
 
 
+@pytest.mark.slow
 @given(
     st.text(alphabet="abcxyz .,\n中😀", min_size=2, max_size=60),
     st.integers(5, 90),

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, shared_data
 from loopguard.evaluate_records import load_records, replay_records, summarize_records
+
+pytestmark = shared_data
 
 BENCH = DATA / "real" / "bench"
 

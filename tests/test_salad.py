@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import loopcore
-from conftest import CASES, load_index
+from conftest import CASES, load_index, shared_data
 from helpers import detect, random_cuts
 from loopcore._reference import SALAD_GATE, SALAD_WORD
 from loopguard import TextConfig
@@ -39,6 +39,7 @@ def test_parity_tiny_salad(data: st.DataObject) -> None:
     assert_parity_drawn(data, data.draw(salad_streams()), TINY_T)
 
 
+@shared_data
 @pytest.mark.parametrize("case", [c for c in load_index() if c["kind"] == "text"], ids=lambda c: c["file"][:3])
 def test_parity_salad_on_the_cases(case: dict) -> None:
     text = (CASES / case["file"]).read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ import random
 import pytest
 
 import loopguard.session as session_module
-from conftest import CASES
+from conftest import CASES, shared_data
 from loopguard import ConfigError, TextConfig, scan_text
 from loopguard.guard import ToolGuard, ToolGuardConfig
 from loopguard.messages import render
@@ -157,6 +157,7 @@ def test_feed_starts_turn_and_attempt_implicitly_and_tool_calls_belong_to_the_la
 
 
 # --------------------------------------------------------------- text loops
+@shared_data
 def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     text, channel = case_text("001_")
     found = scan_text(text, channel)  # default profile: N weak at 2,000, then C (and N confirmed) at 2,200
@@ -193,6 +194,7 @@ def test_cut_at_the_position_scan_text_reports_rescue_family() -> None:
     assert next(n for n, v in verdicts if v.action == "notice") == 2002  # the delta that crossed 2,000
 
 
+@shared_data
 def test_fuse_profile_acts_at_the_second_hit() -> None:
     text, channel = case_text("001_")
     expected = scan_text(text, channel, "fuse")[0]

@@ -27,13 +27,13 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import loopguard.session as session_module
+from conftest import CASES, SHARED_AVAILABLE, shared_data
 from loopguard import Session, SessionConfig, TextConfig, TextLoopDetector
 from loopguard.errors import ConfigError
 from loopguard.integrations.openai import (
@@ -55,7 +55,6 @@ from loopguard.stream import (
 )
 from loopguard.text import Detection
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "data" / "cases"
 RESCUE_KINDS = frozenset({"cycle", "pool", "near_cycle"})  # session.py _RESCUE_KINDS
 SIZES = (1, 7, 64)
 SHAPES = ("dict", "namespace", "openai")
@@ -256,6 +255,7 @@ def stop_index(checkpoint: int, size: int) -> int:
 # ------------------------------------------------------------------ (a) (b) where the stream stops, what is kept
 
 
+@shared_data
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("prefix", LOOP_CASES)
@@ -297,6 +297,7 @@ def test_stops_at_the_acting_checkpoint_and_prunes(prefix: str, size: int, shape
     )
 
 
+@shared_data
 def test_fixture_facts() -> None:
     """The fixtures cover what they claim: C, N (strong), P and L acting, zh, a fenced answer, a cut at 0."""
     kinds = {p: a.detection.kind for p in LOOP_CASES if (a := case_acting(p)) is not None}
@@ -319,6 +320,7 @@ def test_fixture_facts() -> None:
     assert a016 is not None and a016.detection.cut == 0
 
 
+@shared_data
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("prefix", ("001", "007", "010"))
 def test_async_stream_stops_at_the_same_chunk(prefix: str, size: int) -> None:
@@ -334,6 +336,7 @@ def test_async_stream_stops_at_the_same_chunk(prefix: str, size: int) -> None:
     )
 
 
+@shared_data
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("prefix", CLEAN_CASES)
 def test_clean_case_passes_through_whole(prefix: str, shape: str) -> None:
@@ -348,6 +351,7 @@ def test_clean_case_passes_through_whole(prefix: str, shape: str) -> None:
     assert kept == case.text
 
 
+@shared_data
 @pytest.mark.parametrize("prefix", ("001", "010", "016"))
 def test_marker_false_keeps_exactly_the_prefix(prefix: str) -> None:
     case = load_case(prefix)
@@ -361,6 +365,7 @@ def test_marker_false_keeps_exactly_the_prefix(prefix: str) -> None:
     assert outcome.marker == "" and outcome.removed == len(consumed) - act.detection.cut
 
 
+@shared_data
 @pytest.mark.parametrize(("prefix", "language"), [("001", "zh"), ("010", "en"), ("010", "zh"), ("001", "en")])
 def test_marker_language_forced(prefix: str, language: str) -> None:
     case = load_case(prefix)
@@ -374,6 +379,7 @@ def test_marker_language_forced(prefix: str, language: str) -> None:
     assert kept.endswith(marker_text(case.channel, outcome.removed, language))
 
 
+@shared_data
 @pytest.mark.parametrize("size", SIZES)
 def test_loop_seen_only_at_the_final_checkpoint(size: int) -> None:
     """716 code points: the cycle holds at the end of the stream, not at checkpoint 600: every
@@ -397,6 +403,7 @@ def test_loop_seen_only_at_the_final_checkpoint(size: int) -> None:
     assert session.consecutive_rescues == 0 and outcome.rescues == 0
 
 
+@shared_data
 def test_cut_mode_stops_without_resume() -> None:
     act = case_acting("010")
     assert act is not None
@@ -487,6 +494,7 @@ def tool_stream(*, after: str, size: int = 7, args_fragment: int = 3) -> ToolStr
 CALL_0 = StreamToolCall(0, "call_0", "search_docs", ARGS)
 
 
+@shared_data
 @pytest.mark.parametrize("shape", SHAPES)
 def test_open_tool_call_defers_the_cut_to_its_end(shape: str) -> None:
     ts = tool_stream(after="finish")
@@ -506,6 +514,7 @@ def test_open_tool_call_defers_the_cut_to_its_end(shape: str) -> None:
     assert outcome.kept_text == expected_kept(ts.consumed, act.detection.cut, "text")
 
 
+@shared_data
 @pytest.mark.parametrize("after", ("finish", "second_call", "more_text"))
 def test_deferred_cut_action_sequence(after: str) -> None:
     """The adapter's actions, chunk by chunk: CONTINUE while a call is open (Chat Completions
@@ -521,6 +530,7 @@ def test_deferred_cut_action_sequence(after: str) -> None:
 CALL_1 = StreamToolCall(1, "call_1", "read_file", '{"path": "schema.sql"}')
 
 
+@shared_data
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_call_that_starts_while_the_cut_waits_is_included(shape: str) -> None:
     """Call 0 is still open (Chat Completions closes calls only at ``finish_reason``) when call 1
@@ -554,6 +564,7 @@ def _spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     return fed
 
 
+@shared_data
 def test_text_while_the_cut_waits_is_passed_on_and_recorded_not_detected(monkeypatch: pytest.MonkeyPatch) -> None:
     """Answer text goes on while call 0 is open: every chunk is passed on until the finish chunk;
     the text is recorded (the answer is the looping channel, so it goes with the loop after the
@@ -573,6 +584,7 @@ def test_text_while_the_cut_waits_is_passed_on_and_recorded_not_detected(monkeyp
     assert outcome.kept_text == expected_kept(seen, act.detection.cut, "text")
 
 
+@shared_data
 def test_other_channel_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reasoning loop found while a call streams: answer deltas that arrive before the finish
     are passed on and kept as streamed (not fed to the detectors); the reasoning is pruned."""
@@ -601,6 +613,7 @@ def test_other_channel_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.Mon
     assert outcome.detection == act.detection and outcome.channel == "reasoning"
 
 
+@shared_data
 def test_upstream_ending_with_a_deferred_cut_completes_the_call() -> None:
     """The stream ends by itself while the cut waits: the call is complete, the loop pruned, but
     the attempt was not stopped and is not resumed (a completed attempt)."""
@@ -659,6 +672,7 @@ def test_interleaved_parallel_calls_are_assembled() -> None:
     assert not outcome.stopped and outcome.finish_reason == "tool_calls"
 
 
+@shared_data
 def test_a_loop_while_parallel_calls_interleave_waits_for_the_finish() -> None:
     act = case_acting("010")
     assert act is not None
@@ -677,6 +691,7 @@ def test_a_loop_while_parallel_calls_interleave_waits_for_the_finish() -> None:
     assert outcome.kept_reasoning == expected_kept(consumed, act.detection.cut, "reasoning")
 
 
+@shared_data
 def test_a_call_completed_before_the_loop_means_no_resume() -> None:
     """A stop after a completed call: stopped, not resumed (the host runs the call)."""
     act = case_acting("010")
@@ -713,6 +728,7 @@ def test_tool_calls_without_a_loop_are_assembled() -> None:
 # ------------------------------------------------------------------ (d) observe, (e) watch
 
 
+@shared_data
 @pytest.mark.parametrize("shape", ("dict", "namespace"))
 @pytest.mark.parametrize("prefix", LOOP_CASES)
 def test_observe_never_alters_or_drops(prefix: str, shape: str) -> None:
@@ -732,6 +748,7 @@ def test_observe_never_alters_or_drops(prefix: str, shape: str) -> None:
     assert kept == case.text
 
 
+@shared_data
 def test_watch_text_ignores_a_reasoning_loop() -> None:
     session = Session(text_config=TextConfig("default", watch="text"))
     rec = recorded("010", 7)
@@ -746,6 +763,7 @@ def test_watch_text_ignores_a_reasoning_loop() -> None:
     assert outcome.stopped and outcome.detection == act.detection
 
 
+@shared_data
 def test_watch_reasoning_ignores_an_answer_loop() -> None:
     session = Session(text_config=TextConfig("default", watch="reasoning"))
     rec = recorded("001", 64)
@@ -768,6 +786,7 @@ def normal_chunks() -> list[Any]:
     ]
 
 
+@shared_data
 def test_rescue_cap_cancels_the_fourth_loop_in_a_row() -> None:
     session = Session()
     results = []
@@ -778,6 +797,7 @@ def test_rescue_cap_cancels_the_fourth_loop_in_a_row() -> None:
     assert session.consecutive_rescues == 3
 
 
+@shared_data
 def test_rescue_cap_raise() -> None:
     session = Session()
     config = StreamConfig(on_rescue_cap="raise")
@@ -793,6 +813,7 @@ def test_rescue_cap_raise() -> None:
     assert info.value.outcome.kept_reasoning.endswith("重复推理〕")
 
 
+@shared_data
 def test_rescue_cap_raise_async() -> None:
     session = Session()
     config = StreamConfig(on_rescue_cap="raise", max_consecutive_rescues=1)
@@ -803,11 +824,13 @@ def test_rescue_cap_raise_async() -> None:
     assert info.value.outcome.cancelled
 
 
+@shared_data
 def test_max_consecutive_rescues_zero_never_resumes() -> None:
     _, outcome = run(loop_chunks(), config={"max_consecutive_rescues": 0})
     assert outcome.stopped and outcome.cancelled and not outcome.should_resume
 
 
+@shared_data
 def test_a_normal_stream_resets_the_count() -> None:
     session = Session()
     for _ in range(2):
@@ -819,6 +842,7 @@ def test_a_normal_stream_resets_the_count() -> None:
     assert run(loop_chunks(), session=session)[1].should_resume  # reset again after a cancel
 
 
+@shared_data
 @pytest.mark.parametrize("retry_requests", (0, 1, 2))
 def test_the_stream_guard_does_not_take_from_the_retry_budget(retry_requests: int) -> None:
     """A rescue sets the budget; streams never consume it (the request sender does, with
@@ -933,6 +957,7 @@ def _settings(request: dict[str, Any]) -> dict[str, Any]:
     return {k: request[k] for k in RETRY if k in request}
 
 
+@shared_data
 def test_create_with_rescue_sends_retry_settings_only_after_a_rescue() -> None:
     client = FakeClient([loop_chunks(), loop_chunks(), normal_chunks()])
     messages = [{"role": "user", "content": "When is the meeting?"}]
@@ -951,6 +976,7 @@ def test_create_with_rescue_sends_retry_settings_only_after_a_rescue() -> None:
     assert result.messages == resumed
 
 
+@shared_data
 @pytest.mark.parametrize("content", ("string", "list"))
 def test_three_rescues_in_a_row_keep_one_note(content: str) -> None:
     question: Any = "When is the meeting?" if content == "string" else [{"type": "text", "text": "When is it?"}]
@@ -970,6 +996,7 @@ def test_three_rescues_in_a_row_keep_one_note(content: str) -> None:
         assert json.dumps(request["messages"], ensure_ascii=False).count("[loopguard]") == 1
 
 
+@shared_data
 @pytest.mark.parametrize("status", (400, 422))
 def test_create_with_rescue_resends_without_refused_retry_settings(
     status: int, caplog: pytest.LogCaptureFixture
@@ -985,6 +1012,7 @@ def test_create_with_rescue_resends_without_refused_retry_settings(
     assert any("sent again without them" in r.getMessage() for r in caplog.records)
 
 
+@shared_data
 def test_the_resend_keeps_the_callers_own_settings() -> None:
     client = RefusingClient([loop_chunks(), normal_chunks()], after_first=True)
     with pytest.raises(StatusError):  # the resend is refused too: that error propagates
@@ -997,6 +1025,7 @@ def test_the_resend_keeps_the_callers_own_settings() -> None:
     assert client.refused == client.requests[1:]
 
 
+@shared_data
 def test_acreate_with_rescue_resends_without_refused_retry_settings() -> None:
     inner = RefusingClient([loop_chunks(), normal_chunks()])
     session = Session()
@@ -1011,6 +1040,7 @@ def test_acreate_with_rescue_resends_without_refused_retry_settings() -> None:
     assert session.retry_requests_left == 0  # the refused request used the budget
 
 
+@shared_data
 @pytest.mark.parametrize("status", (401, 404, 429, 500))
 def test_create_with_rescue_other_errors_propagate(status: int) -> None:
     client = RefusingClient([loop_chunks(), normal_chunks()], status=status)
@@ -1027,6 +1057,7 @@ def test_a_refusal_without_retry_settings_propagates() -> None:
     assert [r["reasoning_effort"] for r in client.requests] == ["high"]
 
 
+@shared_data
 def test_start_turn_resets_the_rescue_count_and_the_retry_budget() -> None:
     session = Session()
     config = StreamConfig(retry_requests=2)
@@ -1047,6 +1078,7 @@ def test_start_turn_resets_the_rescue_count_and_the_retry_budget() -> None:
     assert [_settings(r) for r in client.requests] == [{}]  # the budget of the old turn is gone
 
 
+@shared_data
 def test_create_with_rescue_retry_requests_span_calls_on_one_session() -> None:
     session = Session()
     config = StreamConfig(retry_requests=2)
@@ -1058,6 +1090,7 @@ def test_create_with_rescue_retry_requests_span_calls_on_one_session() -> None:
     assert [_settings(r) for r in client.requests] == [{}, RETRY, RETRY, {}]
 
 
+@shared_data
 def test_create_with_rescue_past_the_cap() -> None:
     client = FakeClient([loop_chunks() for _ in range(6)])
     result = create_with_rescue(client, model="m", messages=[{"role": "user", "content": "q"}])
@@ -1078,6 +1111,7 @@ def windows(text: str, width: int) -> set[str]:
     return {text[i : i + width] for i in range(max(0, len(text) - width + 1))}
 
 
+@shared_data
 @pytest.mark.parametrize(("prefix", "lang"), [("010", "zh"), ("015", "en"), ("007", "en"), ("001", "en")])
 def test_resume_messages(prefix: str, lang: str) -> None:
     case = load_case(prefix)
@@ -1125,6 +1159,7 @@ def test_resume_messages(prefix: str, lang: str) -> None:
         assert not any(w in body for w in windows(consumed[act.detection.cut :], 30))
 
 
+@shared_data
 def test_resume_messages_settings_and_reasoning() -> None:
     _, outcome = run(recorded("010", 64).chunks)
     assert resume_messages([], outcome, config={"retry_requests": 0}).settings == {}
@@ -1181,6 +1216,7 @@ JUNK: list[Any] = [
 ]
 
 
+@shared_data
 @pytest.mark.parametrize("prefix", ("001", "010"))
 def test_junk_chunks_pass_through_and_change_nothing(prefix: str) -> None:
     rec = recorded(prefix, 7)
@@ -1226,6 +1262,7 @@ class Boom(Exception):
     pass
 
 
+@shared_data
 @pytest.mark.parametrize("is_async", (False, True))
 def test_upstream_error_propagates_unchanged(is_async: bool) -> None:
     rec = recorded("010", 7)
@@ -1271,6 +1308,7 @@ class CloseRaises(FakeStream):
         raise OSError("close failed")
 
 
+@shared_data
 def test_upstream_close_raising_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
     act = case_acting("010")
     assert act is not None
@@ -1288,6 +1326,7 @@ def test_upstream_close_raising_is_ignored(caplog: pytest.LogCaptureFixture) -> 
     assert not stream.outcome.stopped
 
 
+@shared_data
 def test_async_upstream_close_raising_is_ignored() -> None:
     class AUpstream:
         def __init__(self) -> None:
@@ -1332,7 +1371,7 @@ def _attempt(session: Session, *, reasoning: str = "", text: str = "", tool: boo
     return session.end_attempt()
 
 
-LONG_REASONING = load_case("026").text  # 1408 code points of normal (zh) reasoning
+LONG_REASONING = load_case("026").text if SHARED_AVAILABLE else ""  # 1408 code points of normal (zh) reasoning
 _serial = iter(range(1_000_000))
 
 
@@ -1341,6 +1380,7 @@ def long_reasoning() -> str:
     return f"第 {next(_serial)} 次。" + LONG_REASONING
 
 
+@shared_data
 def test_stall_nudge_on_the_third_reasoning_only_attempt() -> None:
     assert len(LONG_REASONING) >= 1024
     session = Session()
@@ -1357,6 +1397,7 @@ def test_stall_nudge_on_the_third_reasoning_only_attempt() -> None:
     assert verdicts[2].evidence == {"attempts": 3, "nudges": 1, "reasoning_chars": len(texts[2])}
 
 
+@shared_data
 def test_stall_nudge_english_and_threshold() -> None:
     base = load_case("025").text  # 13k code points of normal English reasoning
 
@@ -1371,6 +1412,7 @@ def test_stall_nudge_english_and_threshold() -> None:
     assert [_attempt(session, reasoning=text(i, 1023)).kind for i in range(5)] == [None] * 5
 
 
+@shared_data
 @pytest.mark.parametrize("reset", ("text", "tool", "short"))
 def test_a_normal_attempt_resets_the_stall_count(reset: str) -> None:
     session = Session()
@@ -1385,6 +1427,7 @@ def test_a_normal_attempt_resets_the_stall_count(reset: str) -> None:
     assert kinds == [None, None, None, None, None, "stall_nudge"]
 
 
+@shared_data
 @pytest.mark.parametrize("cap", (0, 1, 3))
 def test_stall_nudge_capped_by_stall_nudge_max(cap: int) -> None:
     session = Session(config=SessionConfig(stall_nudge_max=cap))
@@ -1408,6 +1451,7 @@ def _raise(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("detector exploded")
 
 
+@shared_data
 @pytest.mark.parametrize("is_async", (False, True))
 def test_guard_internal_error_turns_into_pass_through(
     monkeypatch: pytest.MonkeyPatch, is_async: bool, caplog: pytest.LogCaptureFixture
@@ -1487,6 +1531,7 @@ def reasoning_cut_outcome() -> StreamOutcome:
     return outcome
 
 
+@shared_data
 def test_resume_note_replaces_an_earlier_note_in_the_user_turn() -> None:
     outcome = reasoning_cut_outcome()
     note = zh_note(loop_removed())
@@ -1500,6 +1545,7 @@ def test_resume_note_replaces_an_earlier_note_in_the_user_turn() -> None:
     assert resume_messages([{"role": "user", "content": ""}], outcome).messages == [{"role": "user", "content": note}]
 
 
+@shared_data
 def test_resume_note_in_list_content_is_a_text_part() -> None:
     outcome = reasoning_cut_outcome()
     note = zh_note(loop_removed())
@@ -1514,6 +1560,7 @@ def test_resume_note_in_list_content_is_a_text_part() -> None:
     assert twice == out and twice[0]["content"] is not out[0]["content"]
 
 
+@shared_data
 @pytest.mark.parametrize("last", ("tool", "assistant", "none"))
 def test_resume_note_is_a_new_user_message_after_a_non_user_turn(last: str) -> None:
     outcome = reasoning_cut_outcome()
@@ -1538,6 +1585,7 @@ def test_resume_note_is_a_new_user_message_after_a_non_user_turn(last: str) -> N
     assert messages == before
 
 
+@shared_data
 def test_resume_after_an_answer_loop_adds_an_assistant_turn_then_the_note() -> None:
     act = case_acting("001")
     assert act is not None
@@ -1592,6 +1640,7 @@ def test_pick_language_auto(sample: str, expected: str) -> None:
     assert pick_language("zh", sample) == "zh" and pick_language("en", sample) == "en"
 
 
+@shared_data
 @pytest.mark.parametrize("prefix", ("005", "006", "030", "031"))
 def test_japanese_and_korean_cases_are_not_chinese(prefix: str) -> None:
     text = load_case(prefix).text
@@ -1600,6 +1649,7 @@ def test_japanese_and_korean_cases_are_not_chinese(prefix: str) -> None:
     assert pick_language("auto", text) == "en"
 
 
+@shared_data
 @pytest.mark.parametrize("prefix", ("005", "006"))
 def test_japanese_and_korean_loops_get_english_markers_and_notes(prefix: str) -> None:
     case = load_case(prefix)
@@ -1643,6 +1693,7 @@ def test_a_call_fragment_that_names_nothing_is_no_call() -> None:
 # ------------------------------------------------------------------ (n) two streams on one session
 
 
+@shared_data
 def test_a_second_stream_on_the_session_orphans_the_first(caplog: pytest.LogCaptureFixture) -> None:
     act = case_acting("010")
     assert act is not None
@@ -1670,6 +1721,7 @@ def test_a_second_stream_on_the_session_orphans_the_first(caplog: pytest.LogCapt
     assert session.consecutive_rescues == 1
 
 
+@shared_data
 def test_concurrent_streams_on_one_session_keep_the_clean_text_intact() -> None:
     """``asyncio.gather`` of a clean stream and a looping one on one Session: the clean one (started
     first, so orphaned) passes and keeps its text whole and ends first without ending the looping
@@ -1729,6 +1781,7 @@ def _cancel_at_stop_after(mode_session: Session) -> tuple[ToolStream, dict[str, 
     return tool_stream(after="finish"), config
 
 
+@shared_data
 def test_the_hosts_exception_in_a_with_block_is_never_replaced() -> None:
     session = Session()
     ts, config = _cancel_at_stop_after(session)
@@ -1748,6 +1801,7 @@ def test_the_hosts_exception_in_a_with_block_is_never_replaced() -> None:
                     break
 
 
+@shared_data
 def test_the_hosts_exception_in_an_async_with_block_is_never_replaced() -> None:
     async def main(fail: bool) -> StreamOutcome:
         session = Session()

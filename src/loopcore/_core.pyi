@@ -1,12 +1,15 @@
 """Type stubs for the compiled extension ``loopcore._core`` (same API as ``_reference``; the
 parameters are ``loopcore._params.PARAMS``, in order -- ``tests/test_params.py`` keeps them in line)."""
 
-from typing import Any
+from typing import Any, final
+
+from typing_extensions import disjoint_base
 
 KINDS: tuple[str, str, str, str, str, str, str]
 
 RawDetection = tuple[str, int, int, int, dict[str, Any]]
 
+@final
 class ChannelStream:
     def __init__(
         self,
@@ -80,6 +83,7 @@ class ChannelStream:
     def feed_tokens(self, ids: Any) -> list[RawDetection]: ...
     def finish(self) -> list[RawDetection]: ...
 
+@disjoint_base
 class FeedBase:
     _streams: dict[str, Any]
     def feed(self, delta: str, channel: str = "text") -> Any: ...

@@ -463,7 +463,6 @@ cdef class ChannelStream:
         Runs of at least ``MIN_RUN`` code points that the fences leave as they are (no
         fence open or pending, no ``` or ``~`` in the run) go to :meth:`_emit_run` in one
         piece: one copy into the buffer, then each per-character detector over the run."""
-        cdef cp_t c
         cdef Py_ssize_t run
         cdef FenceState* f = &self.fence
         while i < end:

@@ -2,6 +2,9 @@
 
 from collections.abc import Iterable
 
+from typing_extensions import disjoint_base
+
+@disjoint_base
 class TokenFinder:
     words: frozenset[str]
     def __init__(self, words: Iterable[str]) -> None: ...

@@ -56,7 +56,6 @@ cdef void _init_table() noexcept:
 _init_table()
 
 
-
 cdef inline uint8_t _cls(uint32_t ch) noexcept nogil:
     return ASCII[ch] if ch < 128 else 0
 

@@ -81,6 +81,12 @@ DEFAULT_VOLATILE_FIELDS: tuple[str, ...] = (
 
 _MAX_LINES = 512  # line sets (D2) look at the first 512 lines of a result
 _STRIP_DEPTH = 100  # volatile members are dropped down to this depth
+#: JSON-like values nested deeper than this take the stable text (``stable:``) on every Python:
+#: the C encoder's own limit differs (3.10-3.12 stop near the recursion limit, 3.13 goes far deeper).
+_JSON_DEPTH = 500
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
 
 # The text rules.  ASCII semantics throughout (\d = [0-9], \b between [A-Za-z0-9_] and the rest).
 _ISO_DATETIME = re.compile(
@@ -311,9 +317,10 @@ def result_text(result: Any) -> str:
         digest = base64.b64encode(hashlib.sha256(decoded).digest()).decode("ascii")
         return f"<binary result: {len(decoded)} bytes, sha256 {digest}>"
     try:  # C-accelerated; result hashes need not match JavaScript, only be deterministic
-        return json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+        text = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
     except Exception:
         return _fallback_text(result)
+    return _fallback_text(result) if _too_deep(text) else text
 
 
 def normalized_text(result: Any, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS) -> str:
@@ -427,6 +434,21 @@ def _fallback_text(result: Any) -> str:
     return "stable:" + stable_text(result)
 
 
+def _too_deep(text: str) -> bool:
+    """Whether the JSON ``text`` nests more than ``_JSON_DEPTH`` levels (so that every Python gives
+    the stable text for it, whatever its encoder's own limit).  Two C-speed counts for nearly every
+    result; only texts with that many brackets are measured (strings removed, then the innermost
+    pairs peeled off once per level, at most ``_JSON_DEPTH`` times)."""
+    if text.count("[") + text.count("{") <= _JSON_DEPTH:
+        return False
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    for _ in range(_JSON_DEPTH):
+        if not brackets:
+            return False
+        brackets = _INNERMOST.sub("", brackets)
+    return bool(brackets)
+
+
 def result_digest(
     result: Any, *, error: bool = False, volatile_fields: Iterable[str] | None = DEFAULT_VOLATILE_FIELDS
 ) -> str:
@@ -464,6 +486,9 @@ def result_lines(result: Any) -> frozenset[str]:
             text = json.dumps(result, sort_keys=True, separators=(",\n", ": "), ensure_ascii=False, default=repr)
         except Exception:
             text = _fallback_text(result)
+        else:
+            if _too_deep(text):
+                text = _fallback_text(result)
     return word_lines(text, _MAX_LINES)  # one compiled pass (loopcore)
 
 

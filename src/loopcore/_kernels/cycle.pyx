@@ -79,7 +79,7 @@ cdef bint cycle_check(CycleState* st, const Buffer* bf, Event* ev, bint holding)
     """C at a checkpoint; ``holding``: C held at the previous one."""
     cdef int64_t n = bf.n
     cdef Py_ssize_t span = <Py_ssize_t>(n if n < st.p.cycle_scan_chars else st.p.cycle_scan_chars)
-    cdef Py_ssize_t top_p = span // st.p.cycle_min_copies, p, need, lim, e0, i, z, l, r
+    cdef Py_ssize_t top_p = span // st.p.cycle_min_copies, p, need, lim, e0, i, z, zl, r
     cdef Py_ssize_t reach, small, best_len = 0, best_p = 0, p0, p1
     cdef uint16_t x
     cdef bint candidate = False
@@ -130,15 +130,15 @@ cdef bint cycle_check(CycleState* st, const Buffer* bf, Event* ev, bint holding)
             return False
         st.lazy_bytes += (st.p.cycle_max_period + 2) * sizeof(int32_t)
     # Z-function of the reversed tail r[k] = t[n-1-k], for shifts 1..top_p
-    l = 0
+    zl = 0
     r = 0
     small = 0
     for i in range(1, top_p + 1):
         z = 0
         if i < r:
             z = r - i
-            if Z[i - l] < z:
-                z = Z[i - l]
+            if Z[i - zl] < z:
+                z = Z[i - zl]
         if i + z >= r:
             # extend in blocks of 16 with memcmp, then one by one
             while i + z + 16 <= span and buf_same(bf, e0 - z - 15, e0 - i - z - 15, 16):
@@ -146,7 +146,7 @@ cdef bint cycle_check(CycleState* st, const Buffer* bf, Event* ev, bint holding)
             while i + z < span and buf_at(bf, e0 - z) == buf_at(bf, e0 - i - z):
                 z += 1
             if i + z > r:
-                l = i
+                zl = i
                 r = i + z
         Z[i] = <int32_t>z
         reach = z + i
@@ -165,4 +165,3 @@ cdef bint cycle_check(CycleState* st, const Buffer* bf, Event* ev, bint holding)
     ev.ev1 = best_len // best_p
     ev.ev2 = best_len
     return True
-

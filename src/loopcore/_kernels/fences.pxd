@@ -16,7 +16,8 @@ cdef enum:
     FENCE_DROP = 0  # nothing to emit
     FENCE_EMIT = 1  # emit the code point
     FENCE_FLUSH = 2  # emit the ``flush`` held-back fence characters (from ``pending_pos``), then the code point
-    FENCE_LINE = 3  # emit the repeated code line (``line``, from ``line_start``) and its newline, then call fence_line_reset
+    # emit the repeated code line (``line``, from ``line_start``) and its newline, then call fence_line_reset
+    FENCE_LINE = 3
 
 
 cdef struct FenceState:

@@ -15,7 +15,7 @@ from libc.string cimport memset
 from loopcore._kernels.buffer cimport Buffer, buf_at, buf_map
 from loopcore._kernels.chars cimport is_alnum, is_space
 from loopcore._kernels.common cimport Event, NGB, Params, addmod61, cp_t, mulmod61, pow2_at_least, powmod61, submod61
-from loopcore._kernels.table cimport (CountTable, DistinctCounter, ct_add, ct_clear, ct_free, ct_init, ct_remove,
+from loopcore._kernels.table cimport (DistinctCounter, ct_add, ct_clear, ct_free, ct_init, ct_remove,
                                       distinct, max_gram_count)
 
 from loopcore import _reference

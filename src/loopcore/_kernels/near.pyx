@@ -7,7 +7,7 @@ from loopcore._kernels.buffer cimport Buffer, buf_at, buf_map
 from loopcore._kernels.chars cimport cu_t
 from loopcore._kernels.common cimport Arena, Event, HB, Params, arena_take, check, cp_t, pow2_at_least
 from loopcore._kernels.records cimport record_chars
-from loopcore._kernels.table cimport CountTable, ct_add, ct_clear, ct_free, ct_init
+from loopcore._kernels.table cimport ct_add, ct_clear, ct_free, ct_init
 
 from loopcore import _reference
 
@@ -142,8 +142,10 @@ cdef bint near_recurrence(NearState* st, const Buffer* bf, Event* ev) noexcept n
     near_report(st, bf, ev, cut, lag, covered, w, exact, strong)
     return True
 
-cdef void near_report(NearState* st, const Buffer* bf, Event* ev, int64_t cut, int64_t period, Py_ssize_t covered,
-                       Py_ssize_t w, int64_t exact, bint strong) noexcept nogil:
+cdef void near_report(
+    NearState* st, const Buffer* bf, Event* ev, int64_t cut, int64_t period, Py_ssize_t covered,
+    Py_ssize_t w, int64_t exact, bint strong,
+) noexcept nogil:
     """N's detection: one copy kept before ``cut``; evidence period, coverage, exact, strong."""
     ev.start = buf_map(bf, cut - period if cut > period else 0)
     ev.cut = buf_map(bf, cut)
@@ -160,12 +162,15 @@ cdef int64_t near_walk_back(NearState* st, const Buffer* bf, int64_t cut, Py_ssi
     cdef int64_t base = bf.base
     if floor < 0:
         floor = 0
-    while cut - 1 - p >= floor and buf_at(bf, <Py_ssize_t>(cut - 1 - base)) == buf_at(bf, <Py_ssize_t>(cut - 1 - p - base)):
+    while (cut - 1 - p >= floor
+           and buf_at(bf, <Py_ssize_t>(cut - 1 - base)) == buf_at(bf, <Py_ssize_t>(cut - 1 - p - base))):
         cut -= 1
     return cut
 
-cdef int64_t near_extend(NearState* st, const Buffer* bf, int64_t e, int64_t n, int64_t q, int64_t c, Py_ssize_t p, Py_ssize_t tol,
-                          int64_t* gaps, int64_t* run) noexcept nogil:
+cdef int64_t near_extend(
+    NearState* st, const Buffer* bf, int64_t e, int64_t n, int64_t q, int64_t c, Py_ssize_t p, Py_ssize_t tol,
+    int64_t* gaps, int64_t* run,
+) noexcept nogil:
     """_reference.near_extend from ``e`` up to ``n`` at lag ``q``, comparing at lag ``c``
     first; returns the end, sets ``gaps``; ``run`` is ``[piece start, longest exact piece,
     a piece as long as its lag]``."""
@@ -406,8 +411,10 @@ cdef int near_window(NearState* st, const Buffer* bf, Event* ev, Py_ssize_t p, P
     near_report(st, bf, ev, cut, p, covered, w, st.n_exact, st.n_whole)
     return 1
 
-cdef Py_ssize_t near_cover(NearState* st, const Buffer* bf, Py_ssize_t p, Py_ssize_t tol, int64_t hi, Py_ssize_t w,
-                            int64_t* cut_out, int64_t* end_out, double floor) noexcept nogil:
+cdef Py_ssize_t near_cover(
+    NearState* st, const Buffer* bf, Py_ssize_t p, Py_ssize_t tol, int64_t hi, Py_ssize_t w,
+    int64_t* cut_out, int64_t* end_out, double floor,
+) noexcept nogil:
     """_reference.near.NearCycle._near_cover: the coverage walk over ``[hi - w, hi)``;
     returns the covered code points (after the seed costs), sets the cut (the first
     segment of at least 2k; -1: none) and the end (of the last such segment).  It stops

@@ -137,7 +137,6 @@ cdef inline void rec_put(PoolState* st, Py_ssize_t slot, Py_ssize_t i, cp_t c) n
         (<uint32_t*>st.rec_text)[at] = c
 
 
-
 cdef void widen_records(PoolState* st, int width) noexcept nogil:
     """Store the pool's records ``width`` bytes per code point, as the buffer now is."""
     cdef Py_ssize_t n = st.rec_cap * st.p.pool_max_phrase_chars, i

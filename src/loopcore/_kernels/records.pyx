@@ -73,8 +73,9 @@ cdef Py_ssize_t first_field(const Buffer* bf, Py_ssize_t s, Py_ssize_t e) noexce
     between two digits (_reference._first_field)."""
     cdef Py_ssize_t j
     for j in range(s, e):
-        if buf_at(bf, j) == 44 and not (s < j < e - 1 and 48 <= buf_at(bf, j - 1) <= 57
-                                      and 48 <= buf_at(bf, j + 1) <= 57):
+        if buf_at(bf, j) == 44 and not (
+            s < j < e - 1 and 48 <= buf_at(bf, j - 1) <= 57 and 48 <= buf_at(bf, j + 1) <= 57
+        ):
             return j
     return e
 
