@@ -18,12 +18,13 @@ from typing import Any, Generic, TypeVar
 from ..session import Session
 from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
 
-__all__ = ["field", "GuardedStream", "AsyncGuardedStream", "Apply"]
+__all__ = ["field", "is_mapping", "declares", "GuardedStream", "AsyncGuardedStream", "Apply"]
 
 logger = logging.getLogger("loopguard.integrations")
 
 T = TypeVar("T")
 _MISSING = object()
+_CONTINUE = Action.CONTINUE
 Apply = Callable[[Any, StreamGuard], Action]
 
 
@@ -36,7 +37,7 @@ def field(obj: Any, name: str) -> Any:
     if type(obj) is dict:  # the common case, without the ABC check
         return obj.get(name)
     try:
-        if isinstance(obj, Mapping):
+        if is_mapping(obj):
             return obj.get(name)
         extra = getattr(obj, "__pydantic_extra__", _MISSING)
         if extra is not _MISSING:  # a pydantic v2 model (the openai/anthropic SDK types)
@@ -55,12 +56,38 @@ def field(obj: Any, name: str) -> Any:
         return None
 
 
-def _apply_safely(apply: Apply, chunk: Any, guard: StreamGuard) -> Action:
-    try:
-        return apply(chunk, guard)
-    except Exception:
-        logger.error("loopguard could not read a stream chunk; passing it through", exc_info=True)
-        return Action.CONTINUE
+_MAPPING_TYPES: dict[type, bool] = {}
+
+
+def is_mapping(obj: Any) -> bool:
+    """``isinstance(obj, Mapping)``, remembered per class (the ABC check costs ~0.3 µs; chunk
+    classes are few).  Raises what the ABC check raises."""
+    tp = type(obj)
+    known = _MAPPING_TYPES.get(tp)
+    if known is None:
+        known = isinstance(obj, Mapping)
+        if len(_MAPPING_TYPES) >= 1024:  # classes made on the fly: keep the table bounded
+            _MAPPING_TYPES.clear()
+        _MAPPING_TYPES[tp] = known
+    return known
+
+
+def declares(tp: type, present: tuple[str, ...], absent: tuple[str, ...] = ()) -> bool:
+    """Whether ``tp`` is a pydantic v2 model class declaring every field of ``present`` and
+    none of ``absent``: then :func:`field` of a declared name is the plain attribute, and of an
+    undeclared one the ``__pydantic_extra__`` entry (adapters' fast paths read them so)."""
+    fields = getattr(tp, "__pydantic_fields__", None)
+    if not isinstance(fields, dict) or not hasattr(tp, "__pydantic_extra__"):
+        return False
+    if isinstance(tp, type) and issubclass(tp, Mapping):
+        return False
+    return all(n in fields for n in present) and not any(n in fields for n in absent)
+
+
+def _unreadable() -> Action:
+    """An adapter failed on a chunk (call from its ``except``): log it; the chunk passes."""
+    logger.error("loopguard could not read a stream chunk; passing it through", exc_info=True)
+    return Action.CONTINUE
 
 
 def _close_sync(stream: Any) -> None:
@@ -94,6 +121,7 @@ class _Guarded(Generic[T]):
         self._stream = stream
         self._apply = apply
         self.guard = StreamGuard(session, config)
+        self._iterator: Any = None
         self._done = False
         self._stop_after = False
 
@@ -137,20 +165,25 @@ class GuardedStream(_Guarded[T], Iterator[T]):
         return self
 
     def __next__(self) -> T:
-        if self._done:
-            raise StopIteration
-        if self._stop_after:
-            self._stop()
-            raise StopIteration
+        if self._done or self._stop_after:
+            return self._end()
+        it = self._iterator
+        if it is None:
+            it = self._iterator = iter(self._stream)
         try:
-            chunk: T = next(self._it())
+            chunk: T = next(it)
         except StopIteration:
             self._finish()
             raise
         except BaseException as exc:
             self._fail(exc)
             raise  # the host's error, unchanged
-        action = _apply_safely(self._apply, chunk, self.guard)
+        try:
+            action = self._apply(chunk, self.guard)
+        except Exception:
+            action = _unreadable()
+        if action is _CONTINUE:
+            return chunk
         if action is Action.STOP_BEFORE:
             self._stop()
             raise StopIteration
@@ -158,11 +191,10 @@ class GuardedStream(_Guarded[T], Iterator[T]):
             self._stop_after = True
         return chunk
 
-    def _it(self) -> Iterator[T]:
-        it: Iterator[T] | None = getattr(self, "_iterator", None)
-        if it is None:
-            it = self._iterator = iter(self._stream)
-        return it
+    def _end(self) -> T:
+        if not self._done:  # the chunk that closed a deferred cut was passed on: stop now
+            self._stop()
+        raise StopIteration
 
     def _stop(self) -> None:
         _close_sync(self._stream)
@@ -213,7 +245,7 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
             await self._stop()
             raise StopAsyncIteration
         try:
-            it = getattr(self, "_iterator", None)
+            it = self._iterator
             if it is None:
                 it = self._iterator = self._stream.__aiter__()
             chunk: T = await it.__anext__()
@@ -223,7 +255,12 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
         except BaseException as exc:
             self._fail(exc)
             raise
-        action = _apply_safely(self._apply, chunk, self.guard)
+        try:
+            action = self._apply(chunk, self.guard)
+        except Exception:
+            action = _unreadable()
+        if action is _CONTINUE:
+            return chunk
         if action is Action.STOP_BEFORE:
             await self._stop()
             raise StopAsyncIteration

@@ -26,8 +26,8 @@ from typing import Any
 
 from .. import messages as _messages
 from ..session import Session
-from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, _stream_config
-from ._base import AsyncGuardedStream, GuardedStream, field
+from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
+from ._base import AsyncGuardedStream, GuardedStream, declares, field
 
 __all__ = [
     "guard_stream",
@@ -46,25 +46,95 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_CONTINUE = Action.CONTINUE
+#: Per class: whether the SDK fast path may read it by attribute (see ``_base.declares``).
+_CHUNK_CLASSES: dict[type, bool] = {}
+_CHOICE_CLASSES: dict[type, bool] = {}
+_DELTA_CLASSES: dict[type, bool] = {}
+
+
+def _declares(known: dict[type, bool], tp: type, present: tuple[str, ...], absent: tuple[str, ...] = ()) -> bool:
+    found = known.get(tp)
+    if found is None:
+        if len(known) >= 256:  # classes made on the fly: keep the table bounded
+            known.clear()
+        found = known[tp] = declares(tp, present, absent)
+    return found
+
+
+def _plain_delta(chunk: Any) -> Any:
+    """The ``delta`` of a chunk of the common shape: one choice, ``index`` 0 (or ``None``), no
+    ``finish_reason``, a delta with no tool calls; a dict chunk or a pydantic SDK chunk whose
+    classes declare these fields (and not the reasoning ones, which SDKs keep as extras).
+    ``None`` for any other shape (read field by field instead).  The same reads as
+    :func:`~loopguard.integrations._base.field`, without its per-field checks."""
+    if type(chunk) is dict:
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None or choice.get("index", 0) != 0:
+            return None
+        delta = choice.get("delta")
+        return delta if type(delta) is dict and not delta.get("tool_calls") else None
+    try:
+        if not _declares(_CHUNK_CLASSES, type(chunk), ("choices",)):
+            return None
+        choices = chunk.choices
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if not _declares(_CHOICE_CLASSES, type(choice), ("delta", "index", "finish_reason")):
+            return None
+        if choice.finish_reason is not None or (choice.index is not None and choice.index != 0):
+            return None
+        delta = choice.delta
+        if delta is None or not _declares(
+            _DELTA_CLASSES, type(delta), ("content", "tool_calls"), ("reasoning_content", "reasoning")
+        ):
+            return None
+        return None if delta.tool_calls else delta
+    except AttributeError:  # a model built without a field (model_construct): read it field by field
+        return None
+
+
+def _plain_fields(delta: Any) -> tuple[Any, Any, Any]:
+    """``(reasoning_content, reasoning, content)`` of a delta :func:`_plain_delta` returned."""
+    if type(delta) is dict:
+        return delta.get("reasoning_content"), delta.get("reasoning"), delta.get("content")
+    extra = delta.__pydantic_extra__
+    if extra:
+        return extra.get("reasoning_content"), extra.get("reasoning"), delta.content
+    return None, None, delta.content
+
+
 def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
     """Report one Chat Completions chunk's events to ``guard`` (choice 0 only).
 
     Returns the first stopping :class:`~loopguard.stream.Action`, else
-    ``CONTINUE``.  Fields of the wrong type are ignored.
+    ``CONTINUE``.  Fields of the wrong type are ignored.  The common chunk (one text or
+    reasoning delta, see :func:`_plain_delta`) takes a fast path with the same result.
     """
-    if type(chunk) is dict:  # fast path: the plain text or reasoning delta of a dict chunk
-        choices = chunk.get("choices")
-        if type(choices) is list and len(choices) == 1:
-            choice = choices[0]
-            if type(choice) is dict and choice.get("finish_reason") is None and choice.get("index", 0) == 0:
-                delta = choice.get("delta")
-                if type(delta) is dict and not delta.get("tool_calls"):
-                    reasoning = _text(delta.get("reasoning_content")) or _text(delta.get("reasoning"))
-                    content = _text(delta.get("content"))
-                    if reasoning is None:
-                        return guard.text(content) if content is not None else Action.CONTINUE
-                    if content is None:
-                        return guard.reasoning(reasoning)
+    delta = _plain_delta(chunk)
+    if delta is not None:
+        reasoning_content, reasoning, content = _plain_fields(delta)
+        if reasoning_content is None and reasoning is None:
+            if content.__class__ is str:
+                return guard.text(content) if content else _CONTINUE
+            if content is None:
+                return _CONTINUE
+        else:
+            text = _text(reasoning_content) or _text(reasoning)
+            content = _text(content)
+            if text is None:
+                return guard.text(content) if content is not None else _CONTINUE
+            if content is None:
+                return guard.reasoning(text)
+    return _apply_fields(chunk, guard)
+
+
+def _apply_fields(chunk: Any, guard: StreamGuard) -> Action:
+    """:func:`apply_chat_chunk` for any chunk shape, field by field."""
     choices = field(chunk, "choices")
     if not isinstance(choices, (list, tuple)):
         return Action.CONTINUE
@@ -206,7 +276,7 @@ def resume_messages(
         raise TypeError(f"outcome must be a StreamOutcome, not {type(outcome).__name__}")
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a sequence of message dicts, not {type(messages).__name__}")
-    cfg = _stream_config(config)
+    cfg = StreamConfig.coerce(config)
     out = [copy.copy(dict(m)) if isinstance(m, Mapping) else m for m in messages]
     assistant: dict[str, Any] = {"role": "assistant", "content": outcome.kept_text}
     if include_reasoning and outcome.kept_reasoning:
@@ -310,11 +380,11 @@ def create_with_rescue(
     TypeError
         without ``messages``.  Client errors propagate unchanged.
     """
-    cfg = _stream_config(config)
+    cfg = StreamConfig.coerce(config)
     messages, session = _prepare(kwargs, session)
     outcomes: list[StreamOutcome] = []
     while True:
-        settings = cfg.retry_settings() if session._take_retry() else {}
+        settings = cfg.retry_settings() if session.take_retry() else {}
         try:
             stream = client.chat.completions.create(messages=messages, **{**kwargs, **settings})
         except Exception as exc:
@@ -340,11 +410,11 @@ async def acreate_with_rescue(
     **kwargs: Any,
 ) -> RescueResult:
     """The ``AsyncOpenAI`` form of :func:`create_with_rescue`."""
-    cfg = _stream_config(config)
+    cfg = StreamConfig.coerce(config)
     messages, session = _prepare(kwargs, session)
     outcomes: list[StreamOutcome] = []
     while True:
-        settings = cfg.retry_settings() if session._take_retry() else {}
+        settings = cfg.retry_settings() if session.take_retry() else {}
         try:
             stream = await client.chat.completions.create(messages=messages, **{**kwargs, **settings})
         except Exception as exc:
