@@ -17,6 +17,7 @@ __all__ = ["AttemptRecorder"]
 #: Deltas kept as separate strings per channel before they are joined into one: one string
 #: per 512 deltas keeps memory near one byte per character (a 4-character ``str`` costs ~53).
 JOIN_EVERY = 512
+_UNBOUNDED = 1 << 62
 
 
 class AttemptRecorder:
@@ -61,6 +62,7 @@ class AttemptRecorder:
     """
 
     __slots__ = (
+        "_limit",
         "calls",
         "call_count",
         "kept",
@@ -74,6 +76,7 @@ class AttemptRecorder:
 
     def __init__(self, max_chars: int | None = None, max_calls: int | None = None) -> None:
         self.max_chars = max_chars
+        self._limit = _UNBOUNDED if max_chars is None else max_chars
         self.max_calls = max_calls
         self.parts: dict[str, list[str]] = {channel: [] for channel in CHANNELS}
         self.calls: list[Any] = []
@@ -88,22 +91,21 @@ class AttemptRecorder:
 
         Returns ``False`` when this delta overflowed the recorder (once), else ``True``.
         """
-        n = len(delta)
         if channel == "reasoning":
-            self.reasoning_chars += n
-        elif n and not self.wrote_text and not delta.isspace():
+            self.reasoning_chars += len(delta)
+        elif not self.wrote_text and delta and not delta.isspace():
             self.wrote_text = True
-        if self.overflowed or not n:
+        if self.overflowed:
             return True
-        limit = self.max_chars
-        if limit is not None and self.kept + n > limit:
+        kept = self.kept + len(delta)
+        if kept > self._limit:
             self.overflow()
             return False
         parts = self.parts[channel]
         parts.append(delta)
+        self.kept = kept
         if len(parts) >= JOIN_EVERY:
             parts[:] = ["".join(parts)]
-        self.kept += n
         return True
 
     def add_call(self, call: Any) -> bool:

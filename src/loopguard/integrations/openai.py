@@ -47,89 +47,89 @@ def _text(value: Any) -> str | None:
 
 
 _CONTINUE = Action.CONTINUE
-#: Per class: whether the SDK fast path may read it by attribute (see ``_base.declares``).
-_CHUNK_CLASSES: dict[type, bool] = {}
-_CHOICE_CLASSES: dict[type, bool] = {}
-_DELTA_CLASSES: dict[type, bool] = {}
+#: SDK classes the fast path reads by attribute (``_base.declares``), and those it may not.
+_CHUNKS: set[type] = set()
+_CHOICES: set[type] = set()
+_DELTAS: set[type] = set()
+_REFUSED: set[type] = set()
+_CHOICE_FIELDS = ("delta", "index", "finish_reason")
+_DELTA_FIELDS = ("content", "tool_calls")
+_REASONING = ("reasoning_content", "reasoning")
 
 
-def _declares(known: dict[type, bool], tp: type, present: tuple[str, ...], absent: tuple[str, ...] = ()) -> bool:
-    found = known.get(tp)
-    if found is None:
-        if len(known) >= 256:  # classes made on the fly: keep the table bounded
-            known.clear()
-        found = known[tp] = declares(tp, present, absent)
-    return found
-
-
-def _plain_delta(chunk: Any) -> Any:
-    """The ``delta`` of a chunk of the common shape: one choice, ``index`` 0 (or ``None``), no
-    ``finish_reason``, a delta with no tool calls; a dict chunk or a pydantic SDK chunk whose
-    classes declare these fields (and not the reasoning ones, which SDKs keep as extras).
-    ``None`` for any other shape (read field by field instead).  The same reads as
-    :func:`~loopguard.integrations._base.field`, without its per-field checks."""
-    if type(chunk) is dict:
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1:
-            return None
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None or choice.get("index", 0) != 0:
-            return None
-        delta = choice.get("delta")
-        return delta if type(delta) is dict and not delta.get("tool_calls") else None
-    try:
-        if not _declares(_CHUNK_CLASSES, type(chunk), ("choices",)):
-            return None
-        choices = chunk.choices
-        if type(choices) is not list or len(choices) != 1:
-            return None
-        choice = choices[0]
-        if not _declares(_CHOICE_CLASSES, type(choice), ("delta", "index", "finish_reason")):
-            return None
-        if choice.finish_reason is not None or (choice.index is not None and choice.index != 0):
-            return None
-        delta = choice.delta
-        if delta is None or not _declares(
-            _DELTA_CLASSES, type(delta), ("content", "tool_calls"), ("reasoning_content", "reasoning")
-        ):
-            return None
-        return None if delta.tool_calls else delta
-    except AttributeError:  # a model built without a field (model_construct): read it field by field
-        return None
-
-
-def _plain_fields(delta: Any) -> tuple[Any, Any, Any]:
-    """``(reasoning_content, reasoning, content)`` of a delta :func:`_plain_delta` returned."""
-    if type(delta) is dict:
-        return delta.get("reasoning_content"), delta.get("reasoning"), delta.get("content")
-    extra = delta.__pydantic_extra__
-    if extra:
-        return extra.get("reasoning_content"), extra.get("reasoning"), delta.content
-    return None, None, delta.content
+def _admit(known: set[type], refused: set[type], tp: type, present: tuple[str, ...], absent: tuple[str, ...]) -> bool:
+    """Whether the SDK fast path may read ``tp`` by attribute (``_base.declares``), remembered."""
+    if tp in known:
+        return True
+    if tp in refused:
+        return False
+    ok = declares(tp, present, absent)
+    table = known if ok else refused
+    if len(table) >= 256:  # classes made on the fly: keep the tables bounded
+        table.clear()
+    table.add(tp)
+    return ok
 
 
 def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
     """Report one Chat Completions chunk's events to ``guard`` (choice 0 only).
 
     Returns the first stopping :class:`~loopguard.stream.Action`, else
-    ``CONTINUE``.  Fields of the wrong type are ignored.  The common chunk (one text or
-    reasoning delta, see :func:`_plain_delta`) takes a fast path with the same result.
+    ``CONTINUE``.  Fields of the wrong type are ignored.  The common chunk (exactly one
+    choice, ``index`` 0, no finish reason, a delta with no tool calls: a plain dict, or an
+    SDK object whose pydantic classes declare those fields and not the reasoning ones) takes
+    a fast path with the same result; any other chunk is read field by field.
     """
-    delta = _plain_delta(chunk)
-    if delta is not None:
-        reasoning_content, reasoning, content = _plain_fields(delta)
-        if reasoning_content is None and reasoning is None:
-            if content.__class__ is str:
-                return guard.text(content) if content else _CONTINUE
-            if content is None:
-                return _CONTINUE
-        else:
-            text = _text(reasoning_content) or _text(reasoning)
-            content = _text(content)
-            if text is None:
-                return guard.text(content) if content is not None else _CONTINUE
-            if content is None:
-                return guard.reasoning(text)
+    content: Any = None
+    try:
+        if type(chunk) is dict:
+            choices = chunk["choices"]
+            if type(choices) is list and len(choices) == 1:
+                choice = choices[0]
+                if type(choice) is dict and choice["finish_reason"] is None and choice["index"] == 0:
+                    delta = choice["delta"]
+                    if type(delta) is dict and not delta.get("tool_calls"):
+                        if "reasoning_content" not in delta and "reasoning" not in delta:
+                            content = delta.get("content")
+                        else:
+                            return _reasoning_delta(
+                                chunk, guard, delta.get("reasoning_content"), delta.get("reasoning")
+                            )
+        elif type(chunk) in _CHUNKS or _admit(_CHUNKS, _REFUSED, type(chunk), ("choices",), ()):
+            choices = chunk.choices
+            if type(choices) is list and len(choices) == 1:
+                choice = choices[0]
+                if (
+                    (type(choice) in _CHOICES or _admit(_CHOICES, _REFUSED, type(choice), _CHOICE_FIELDS, ()))
+                    and choice.finish_reason is None
+                    and choice.index == 0
+                ):
+                    delta = choice.delta
+                    if (
+                        type(delta) in _DELTAS or _admit(_DELTAS, _REFUSED, type(delta), _DELTA_FIELDS, _REASONING)
+                    ) and not delta.tool_calls:
+                        extra = delta.__pydantic_extra__
+                        if not extra or ("reasoning_content" not in extra and "reasoning" not in extra):
+                            content = delta.content
+                        else:
+                            return _reasoning_delta(
+                                chunk, guard, extra.get("reasoning_content"), extra.get("reasoning")
+                            )
+    except (KeyError, AttributeError):  # a field missing: read the chunk field by field
+        content = None
+    if content.__class__ is str:  # the common chunk: a text delta
+        return guard.text(content) if content else _CONTINUE
+    return _apply_fields(chunk, guard)
+
+
+def _reasoning_delta(chunk: Any, guard: StreamGuard, reasoning_content: Any, reasoning: Any) -> Action:
+    """The fast path of a common chunk whose delta names a reasoning field."""
+    text = _text(reasoning_content) or _text(reasoning)
+    content = _text(field(chunk["choices"][0]["delta"] if type(chunk) is dict else chunk.choices[0].delta, "content"))
+    if text is None:
+        return guard.text(content) if content is not None else _CONTINUE
+    if content is None:
+        return guard.reasoning(text)
     return _apply_fields(chunk, guard)
 
 
