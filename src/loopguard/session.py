@@ -650,25 +650,19 @@ class Session:
         Returns
         -------
         Verdict
-            ``cut`` (kind ``"text_loop"``, with the acting
-            :class:`~loopguard.Detection`) when the attempt's detectors call
-            for action; ``cancel`` (kind ``"strikes"``) when that text loop's
-            strike completes ``strikes_before_cancel``; once stopped, the
-            attempt's stop verdict again on every further delta.  ``notice`` (kind
-            ``"text_loop"``) once per weak ``near_cycle`` episode that held
-            ``text_notice_checkpoints`` checkpoints.  Otherwise ``allow`` (kind
-            ``"text_loop"`` and the detection when a detector reported without
-            calling for action yet, e.g. a first fuse-kind hit).
+            ``cut`` (kind ``"text_loop"``, with the acting :class:`~loopguard.Detection`) when
+            the attempt's detectors call for action; ``cancel`` (kind ``"strikes"``) when that
+            text loop's strike completes ``strikes_before_cancel``; once stopped, the same stop
+            verdict on every further delta.  ``notice`` (kind ``"text_loop"``) once per weak
+            ``near_cycle`` episode that held ``text_notice_checkpoints`` checkpoints.  Else
+            ``allow`` (with kind ``"text_loop"`` and the detection when a detector reported
+            without calling for action yet, e.g. a first fuse-kind hit).
 
         Raises
         ------
-        TypeError
-            when ``delta`` is not a ``str`` (nothing is recorded).
-        ValueError
-            for a channel other than ``"reasoning"`` / ``"text"`` (nothing is
-            recorded).
-        RuntimeError
-            after :meth:`dispose`.
+        TypeError, ValueError
+            for a ``delta`` that is not a ``str``, a channel other than ``"reasoning"`` /
+            ``"text"`` (nothing is recorded); ``RuntimeError`` after :meth:`dispose`.
 
         Starts an attempt (and a turn) if none is open.  A progress event.
         """
