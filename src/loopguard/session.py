@@ -133,12 +133,12 @@ Action = Literal["allow", "notice", "deny", "cut", "cancel"]
 
 @dataclass(frozen=True)
 class SessionConfig:
-    """Keys of the session state machine (spec §3; seed 002 ③ and ⑤).
+    """Keys of the session state machine (spec §3: the ``strikes``, ``empty_turn`` and stall nudge rules).
 
     Parameters
     ----------
     empty_turn_limit : int
-        ⑤: this many consecutive empty turns (reasoning, zero answer text)
+        ``empty_turn``: this many consecutive empty turns (reasoning, zero answer text)
         make a detection; a normal turn resets the count.  Default 1, an
         integer ``>= 1``.
     empty_turn_action : str
@@ -149,9 +149,9 @@ class SessionConfig:
         At most this many steers per session (default 3, an integer
         ``>= 0``); past it, empty turns are logged only.
     empty_turn_detect : bool
-        ⑤ on/off (default True).
+        The ``empty_turn`` rule on/off (default True).
     text_strikes : bool
-        A text loop that stops an attempt counts as a ③ strike
+        A text loop that stops an attempt counts as a ``strikes`` strike
         (``ToolGuard.strike(session_id, "text_loop")``).  Default True.
     stall_calls : int
         Seed 003 stall nudge: this many consecutive attempts with at least
@@ -234,7 +234,8 @@ class Verdict:
         What decided: a guard kind (``"repeat"``, ``"repeat_streak"``,
         ``"stalled"``, ``"strikes"``, … see
         :data:`loopguard.guard.GUARD_KINDS`), ``"text_loop"``, ``"replay"``
-        (D1' replay mode switched on, with ``allow``) or ``"empty_turn"``;
+        (the ``repeat`` rule's replay mode switched on, with ``allow``),
+        ``"stall_nudge"`` or ``"empty_turn"``;
         ``None`` when nothing happened.  An ``allow`` with a kind is
         informational (logged, nothing to do).
     reason : str
@@ -244,7 +245,7 @@ class Verdict:
         The text detection behind a ``text_loop`` verdict (positions in code
         points of that channel's text in this attempt).
     interventions : tuple[Intervention, ...]
-        The guard's interventions (after a tool result, a ③ strike, a ②
+        The guard's interventions (after a tool result, a ``strikes`` strike, a ``stalled``
         stall).
     decision : Decision | None
         The guard's decision, for :meth:`Session.tool_call`.

@@ -1,30 +1,35 @@
-"""StreamGuard: cut, prune and rescue one model stream (spec §2.6, §3; seed 003).
+"""StreamGuard: cut, prune and rescue one model stream (docs/spec.md §2.6, §3).
 
 A :class:`StreamGuard` watches one attempt (one model request) of a
 :class:`~loopguard.Session`.  Host adapters (:mod:`loopguard.integrations`)
-turn whatever their SDK streams into five normalised events and ask the
+turn whatever their SDK streams into these normalised events and ask the
 guard what to do after each chunk:
 
 * :meth:`StreamGuard.reasoning` / :meth:`StreamGuard.text` — a delta of a
   channel; fed to the session's text detectors;
 * :meth:`StreamGuard.tool_start` / :meth:`StreamGuard.tool_args` /
   :meth:`StreamGuard.tool_end` — a tool call streamed in pieces, keyed by
-  whatever the format uses (an index, an item id);
+  whatever the format uses (an index, an item id); :meth:`StreamGuard.close_open_calls`
+  when the format says every call is complete; :meth:`StreamGuard.has_tool_call` tells
+  whether a key started one;
+* :meth:`StreamGuard.note_finish_reason` — the upstream's own finish reason;
 * :meth:`StreamGuard.finish` — the stream ended (or :meth:`StreamGuard.fail`
   when the upstream raised).
 
 Each event returns an :class:`Action`: ``CONTINUE``, ``STOP_BEFORE`` (do not
 pass the current chunk on; stop) or ``STOP_AFTER`` (pass it on, then stop).
 
-Policy (``StreamConfig``; seed 003 keys):
+Policy (``StreamConfig``; ``docs/rules.md`` maps these rules to the seed documents):
 
 * ``mode="observe"`` — detections are recorded, nothing is ever stopped or
   altered; ``mode="cut"`` — the stream is stopped at the checkpoint that
-  calls for action (spec §2.6: C/P at their first hit, E/L/S at the
-  ``fuse_hits_before_action``-th) and the loop pruned from the outcome;
+  calls for action (spec §2.6: ``cycle``, ``pool`` and ``salad`` at their first
+  hit, ``near_cycle`` at its first strong detection, the fuse kinds
+  ``exact_tail``, ``lowdiv_tail``, ``lowdiv_sliding`` at their
+  ``fuse_hits_before_action``-th hit) and the loop pruned from the outcome;
   ``mode="rescue"`` (default) — the same, and the outcome says the host
   should resume (:func:`loopguard.integrations.openai.resume_messages`).
-* **Open tool call** (003): while a tool call is open the cut is deferred
+* **Open tool call** (spec §2.6): while a tool call is open the cut is deferred
   until every open call closes (``STOP_AFTER``: the closing chunk is passed
   on and the calls are whole); text and calls that arrive meanwhile are
   passed on and recorded (not analysed).  A stream that ends first is pruned
@@ -39,9 +44,16 @@ Policy (``StreamConfig``; seed 003 keys):
   completion resets the count; past the cap the stream is cut without
   resume and ``outcome.cancelled`` is set (adapters raise
   :class:`LoopGuardCancelled` with ``on_rescue_cap="raise"``).  In rescue
-  mode this cap, not seed 002's ③ strikes, decides when to give up on a
+  mode this cap, not the ``strikes`` rule, decides when to give up on a
   looping stream (each text loop is still a strike for the guard); in cut
   mode a strikes ``cancel`` sets ``outcome.cancelled``.
+
+Lifecycle (:class:`StreamState`, :attr:`StreamGuard.state`)::
+
+    WATCHING --stop verdict, no call open--> STOPPED
+    WATCHING --stop verdict, a call open--> DEFERRED --last open call closes--> STOPPED
+    WATCHING --another stream on the session, or an internal error--> PASSTHROUGH
+    any --finish() / fail()--> FINISHED
 
 The guard never raises from its own logic into the host's stream: an
 internal error is logged and the guard turns itself into a pass-through for
@@ -92,7 +104,7 @@ class Action(enum.Enum):
 
 @dataclass(frozen=True)
 class StreamConfig:
-    """Stream policy keys of seed 003 (spec §3), validated at construction.
+    """Stream policy keys (spec §3), validated at construction.
 
     Parameters
     ----------
@@ -160,7 +172,7 @@ class StreamConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> StreamConfig:
-        """Build from a mapping; unknown keys → ``ConfigError``; the seed's
+        """Build from a mapping; unknown keys → ``ConfigError``; the seed documents'
         camelCase keys (``maxConsecutiveRescues``) are accepted."""
         import re
 
@@ -286,7 +298,7 @@ class StreamOutcome:
         The session's verdict at the end of the attempt when it has a kind:
         ``stall_nudge`` (``notice``: add ``notice.reason`` to the
         conversation before the next request), ``replay`` (informational:
-        D1' replay mode is on); else, when nothing stopped the stream, the
+        the ``repeat`` rule's replay mode is on); else, when nothing stopped the stream, the
         first ``text_loop`` notice (a weak detection, spec §2.7: the text may
         be starting to repeat; nothing was cut).
     mode : str

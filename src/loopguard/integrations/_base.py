@@ -1,4 +1,4 @@
-"""The guarded iterators every adapter shares (sync and async; spec §3, seed 003).
+"""The guarded iterators every adapter shares (sync and async; docs/spec.md §3).
 
 An adapter supplies ``apply(chunk, guard) -> Action``: it reads the chunk by
 field name (dicts and SDK objects alike, see :func:`field`) and reports its

@@ -1,4 +1,4 @@
-"""Anthropic Messages streams: guard, prune, resume (spec §3; seed 003; research/ecosystem.md §1.4, §1.5).
+"""Anthropic Messages streams: guard, prune, resume (docs/spec.md §3).
 
 Events are read by field name (``type`` first), so the ``anthropic`` SDK's
 raw events (``client.messages.create(..., stream=True)``), the
@@ -176,7 +176,7 @@ def resume_messages(
     *,
     config: StreamConfig | Mapping[str, Any] | None = None,
 ) -> ResumeRequest:
-    """Build the resume request after a cut, in the Anthropic Messages format (seed 003).
+    """Build the resume request after a cut, in the Anthropic Messages format (spec §3).
 
     The same request as :func:`loopguard.integrations.openai.resume_messages`
     (the caller's messages, the kept answer text, a corrective note tagged

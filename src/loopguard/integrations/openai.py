@@ -1,4 +1,4 @@
-"""OpenAI-compatible streams: guard, prune, resume (spec §3; seed 003; research/ecosystem.md §1.1–1.2, §1.5).
+"""OpenAI-compatible streams: guard, prune, resume (docs/spec.md §3).
 
 Chunks are read by field name, so the ``openai`` SDK's objects (any
 version), LiteLLM's, or plain dicts all work; ``openai`` is never imported
@@ -217,7 +217,7 @@ def aguard_stream(
 
 @dataclass(frozen=True)
 class ResumeRequest:
-    """The next request after a rescue (seed 003 resume).
+    """The next request after a rescue (spec §3, resume).
 
     Attributes
     ----------
@@ -249,7 +249,7 @@ def resume_messages(
     config: StreamConfig | Mapping[str, Any] | None = None,
     include_reasoning: bool = False,
 ) -> ResumeRequest:
-    """Build the resume request after a cut (seed 003): never the loop text.
+    """Build the resume request after a cut (spec §3): never the loop text.
 
     Parameters
     ----------
@@ -366,7 +366,7 @@ def create_with_rescue(
     **kwargs: Any,
 ) -> RescueResult:
     """``client.chat.completions.create(stream=True, **kwargs)`` under the guard, resuming
-    after each cut (seed 003's cut → prune → resume), for any OpenAI-compatible client.
+    after each cut (cut → prune → resume, spec §3), for any OpenAI-compatible client.
 
     Each cut closes the HTTP response, builds :func:`resume_messages` and sends
     the next request with the retry settings (for ``retry_requests``

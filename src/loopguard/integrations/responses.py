@@ -1,4 +1,4 @@
-"""OpenAI Responses API streams: guard and prune (spec §3; seed 003; research/ecosystem.md §1.3, §1.5).
+"""OpenAI Responses API streams: guard and prune (docs/spec.md §3).
 
 Events are read by field name (``type`` first), so the ``openai`` SDK's
 event objects (``client.responses.create(..., stream=True)`` or the
