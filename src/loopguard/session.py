@@ -655,9 +655,8 @@ class Session:
             the attempt's detectors call for action; ``cancel`` (kind ``"strikes"``) when that
             text loop's strike completes ``strikes_before_cancel``; once stopped, the same stop
             verdict on every further delta.  ``notice`` (kind ``"text_loop"``) once per weak
-            ``near_cycle`` episode that held ``text_notice_checkpoints`` checkpoints.  Else
-            ``allow`` (with kind ``"text_loop"`` and the detection when a detector reported
-            without calling for action yet, e.g. a first fuse-kind hit).
+            ``near_cycle`` episode that held ``text_notice_checkpoints`` checkpoints.  Else ``allow``
+            (kind ``"text_loop"`` and the detection when a detector reported, not yet acting).
 
         Raises
         ------

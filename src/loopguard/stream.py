@@ -575,23 +575,23 @@ class StreamGuard:
     def reasoning(self, delta: str) -> Action:
         """A reasoning delta (``str``; anything else is ignored and logged)."""
         if self._state is _WATCHING and delta.__class__ is str and delta:  # the common case
-            self._record.add("reasoning", delta)
             try:
+                self._record.add("reasoning", delta)
                 verdict = self._feed(delta, "reasoning")
+                return _CONTINUE if verdict.action == "allow" else self._on_verdict(verdict)
             except Exception as exc:
                 return self._break(exc)
-            return _CONTINUE if verdict.action == "allow" else self._on_verdict(verdict)
         return self._event(self._delta, delta, "reasoning")
 
     def text(self, delta: str) -> Action:
         """An answer-text delta (``str``; anything else is ignored and logged)."""
         if self._state is _WATCHING and delta.__class__ is str and delta:  # the common case
-            self._record.add("text", delta)
             try:
+                self._record.add("text", delta)
                 verdict = self._feed(delta, "text")
+                return _CONTINUE if verdict.action == "allow" else self._on_verdict(verdict)
             except Exception as exc:
                 return self._break(exc)
-            return _CONTINUE if verdict.action == "allow" else self._on_verdict(verdict)
         return self._event(self._delta, delta, "text")
 
     def _delta(self, delta: Any, channel: str) -> Action:
@@ -735,7 +735,8 @@ class StreamGuard:
             logger.error("loopguard could not build the stream outcome: %s", type(exc).__name__, exc_info=True)
             base = self._snapshot()
             outcome = replace(base, guard_error=f"{type(exc).__name__}: {exc}"[:200], upstream_error=error)
-        self._state = _FINISHED  # from any state (the one move that needs no check)
+        if self._state is not _FINISHED:
+            self._move(_FINISHED)
         return outcome
 
     def _settle(self, error: BaseException | None, watched: bool) -> tuple[bool, bool, Verdict | None]:

@@ -55,6 +55,7 @@ _REFUSED: set[type] = set()
 _CHOICE_FIELDS = ("delta", "index", "finish_reason")
 _DELTA_FIELDS = ("content", "tool_calls")
 _REASONING = ("reasoning_content", "reasoning")
+_NONE = object()
 
 
 def _admit(known: set[type], refused: set[type], tp: type, present: tuple[str, ...], absent: tuple[str, ...]) -> bool:
@@ -81,6 +82,7 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
     a fast path with the same result; any other chunk is read field by field.
     """
     content: Any = None
+    reasoning: Any = _NONE  # the delta's reasoning fields, when it names one
     try:
         if type(chunk) is dict:
             choices = chunk["choices"]
@@ -89,12 +91,9 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
                 if type(choice) is dict and choice["finish_reason"] is None and choice["index"] == 0:
                     delta = choice["delta"]
                     if type(delta) is dict and not delta.get("tool_calls"):
-                        if "reasoning_content" not in delta and "reasoning" not in delta:
-                            content = delta.get("content")
-                        else:
-                            return _reasoning_delta(
-                                chunk, guard, delta.get("reasoning_content"), delta.get("reasoning")
-                            )
+                        content = delta.get("content")
+                        if "reasoning_content" in delta or "reasoning" in delta:
+                            reasoning = (delta.get("reasoning_content"), delta.get("reasoning"))
         elif type(chunk) in _CHUNKS or _admit(_CHUNKS, _REFUSED, type(chunk), ("choices",), ()):
             choices = chunk.choices
             if type(choices) is list and len(choices) == 1:
@@ -108,24 +107,25 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
                     if (
                         type(delta) in _DELTAS or _admit(_DELTAS, _REFUSED, type(delta), _DELTA_FIELDS, _REASONING)
                     ) and not delta.tool_calls:
+                        content = delta.content
                         extra = delta.__pydantic_extra__
-                        if not extra or ("reasoning_content" not in extra and "reasoning" not in extra):
-                            content = delta.content
-                        else:
-                            return _reasoning_delta(
-                                chunk, guard, extra.get("reasoning_content"), extra.get("reasoning")
-                            )
+                        if extra and ("reasoning_content" in extra or "reasoning" in extra):
+                            reasoning = (extra.get("reasoning_content"), extra.get("reasoning"))
     except (KeyError, AttributeError):  # a field missing: read the chunk field by field
-        content = None
-    if content.__class__ is str:  # the common chunk: a text delta
-        return guard.text(content) if content else _CONTINUE
-    return _apply_fields(chunk, guard)
+        return _apply_fields(chunk, guard)
+    if reasoning is _NONE:
+        if content.__class__ is str:  # the common chunk: a text delta
+            return guard.text(content) if content else _CONTINUE
+        return _apply_fields(chunk, guard)
+    return _reasoning_delta(chunk, guard, reasoning, content)
 
 
-def _reasoning_delta(chunk: Any, guard: StreamGuard, reasoning_content: Any, reasoning: Any) -> Action:
-    """The fast path of a common chunk whose delta names a reasoning field."""
-    text = _text(reasoning_content) or _text(reasoning)
-    content = _text(field(chunk["choices"][0]["delta"] if type(chunk) is dict else chunk.choices[0].delta, "content"))
+def _reasoning_delta(chunk: Any, guard: StreamGuard, fields: tuple[Any, Any], content: Any) -> Action:
+    """The fast path of a common chunk whose delta names a reasoning field: the reasoning
+    (``reasoning_content``, else ``reasoning``) or the text, whichever the delta has; both
+    are read field by field (reasoning first)."""
+    text = _text(fields[0]) or _text(fields[1])
+    content = _text(content)
     if text is None:
         return guard.text(content) if content is not None else _CONTINUE
     if content is None:
