@@ -51,7 +51,9 @@ _CONTINUE = Action.CONTINUE
 _CHUNKS: set[type] = set()
 _CHOICES: set[type] = set()
 _DELTAS: set[type] = set()
-_REFUSED: set[type] = set()
+_NOT_CHUNKS: set[type] = set()
+_NOT_CHOICES: set[type] = set()
+_NOT_DELTAS: set[type] = set()
 _CHOICE_FIELDS = ("delta", "index", "finish_reason")
 _DELTA_FIELDS = ("content", "tool_calls")
 _REASONING = ("reasoning_content", "reasoning")
@@ -94,18 +96,18 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
                         content = delta.get("content")
                         if "reasoning_content" in delta or "reasoning" in delta:
                             reasoning = (delta.get("reasoning_content"), delta.get("reasoning"))
-        elif type(chunk) in _CHUNKS or _admit(_CHUNKS, _REFUSED, type(chunk), ("choices",), ()):
+        elif type(chunk) in _CHUNKS or _admit(_CHUNKS, _NOT_CHUNKS, type(chunk), ("choices",), ()):
             choices = chunk.choices
             if type(choices) is list and len(choices) == 1:
                 choice = choices[0]
                 if (
-                    (type(choice) in _CHOICES or _admit(_CHOICES, _REFUSED, type(choice), _CHOICE_FIELDS, ()))
+                    (type(choice) in _CHOICES or _admit(_CHOICES, _NOT_CHOICES, type(choice), _CHOICE_FIELDS, ()))
                     and choice.finish_reason is None
                     and choice.index == 0
                 ):
                     delta = choice.delta
                     if (
-                        type(delta) in _DELTAS or _admit(_DELTAS, _REFUSED, type(delta), _DELTA_FIELDS, _REASONING)
+                        type(delta) in _DELTAS or _admit(_DELTAS, _NOT_DELTAS, type(delta), _DELTA_FIELDS, _REASONING)
                     ) and not delta.tool_calls:
                         content = delta.content
                         extra = delta.__pydantic_extra__
