@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopguard import AttemptRecorder, Session, SessionState, StreamGuard, StreamState
+from loopguard import AttemptRecorder, Session, SessionState, StreamGuard, StreamState, TextConfig
 from loopguard.integrations import openai as adapter
 from loopguard.integrations._base import field, is_mapping
 from loopguard.stream import Action
@@ -153,3 +153,58 @@ def test_attempt_recorder_bounds() -> None:
     for _ in range(2000):
         many.add("text", "ab")
     assert many.text("text") == "ab" * 2000 and len(many.parts["text"]) < 600
+
+
+# ---------------------------------------------- Session.feed judges at checkpoints only
+
+units = st.sampled_from(
+    [
+        "Wait, let me recheck the sum. ",
+        "Now. OK. Wait. ",
+        "The cache is stale, so I flush it and check again. ",
+        "```\nprint('x')\n```\n",
+        "我们再检查一遍这个和。",
+        "ha ",
+        "- item\n",
+    ]
+)
+pieces = st.lists(st.tuples(units, st.integers(1, 12), st.text(max_size=8)), min_size=1, max_size=12)
+
+
+def _verdicts(text: str, size: int, profile: str, channel: str) -> list[tuple[Any, ...]]:
+    session = Session(text_config=profile, clock=lambda: 0.0)
+    out = []
+    for i in range(0, len(text), size):
+        v = session.feed(text[i : i + size], channel)
+        out.append((v.action, v.kind, v.detection, v.reason))
+    v = session.end_attempt()
+    out.append((v.action, v.kind, v.detection, v.reason))
+    return out
+
+
+@given(
+    pieces, st.integers(1, 40), st.sampled_from(["default", "fuse", "rescue"]), st.sampled_from(["reasoning", "text"])
+)
+def test_judging_only_at_checkpoints_changes_no_verdict(
+    parts: list[tuple[str, int, str]], size: int, profile: str, channel: str
+) -> None:
+    """``Session.feed`` asks the detectors for a verdict only when a delta revealed a detection or
+    passed a checkpoint; asking on every delta (as before) gives the same verdicts."""
+    from loopguard import session as session_module
+
+    text = "".join(unit * times + noise for unit, times, noise in parts)
+    fast = _verdicts(text, size, profile, channel)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(session_module._Lane, "checkpoint", lambda self: True)  # judge every delta
+        every = _verdicts(text, size, profile, channel)
+    assert fast == every
+
+
+def test_a_new_text_config_mid_session_keeps_its_own_checkpoints() -> None:
+    session = Session(text_config="rescue", clock=lambda: 0.0)
+    session.feed("clean start. ", "reasoning")
+    session.end_attempt()
+    session.text_config = TextConfig("rescue", check_every=160)
+    verdicts = [session.feed("Wait, let me recheck the sum. ", "reasoning") for _ in range(25)]
+    first = next(i for i, v in enumerate(verdicts) if v.stop)
+    assert verdicts[first].detection.position == 640  # the first multiple of 160 with 600 code points

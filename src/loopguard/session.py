@@ -331,17 +331,18 @@ class _Lane:
     below the next multiple of ``check_every``: only then is the stream asked.
     """
 
-    __slots__ = ("detector", "channel", "stream", "mark", "fed", "due")
+    __slots__ = ("detector", "channel", "every", "stream", "mark", "fed", "due")
 
-    def __init__(self, detector: TextLoopDetector, channel: str, every: int) -> None:
+    def __init__(self, detector: TextLoopDetector, channel: str) -> None:
         self.detector = detector
         self.channel = channel
+        self.every = every = detector.config.check_every
         self.stream: Any = None
         self.mark = 0  # checkpoints passed at the last judgement (none yet: nothing can call for action)
         self.fed = 0  # code points fed to the channel
         self.due = every  # the next checkpoint falls at masked_length == due, so at fed >= due at the earliest
 
-    def checkpoint(self, every: int) -> bool:
+    def checkpoint(self) -> bool:
         """Whether a checkpoint passed since the last call (and remember it); call when
         ``fed >= due``."""
         stream = self.stream
@@ -350,8 +351,8 @@ class _Lane:
             if stream is None:  # a channel the config does not watch: never a checkpoint
                 self.due = _NEVER
                 return False
-        mark = stream.masked_length // every
-        self.due = (mark + 1) * every
+        mark = stream.masked_length // self.every
+        self.due = (mark + 1) * self.every
         if mark == self.mark:
             return False
         self.mark = mark
@@ -468,7 +469,6 @@ class Session:
 
     __slots__ = (
         "_attempt",
-        "_check_every",
         "_clock",
         "_guard",
         "_live",
@@ -496,7 +496,6 @@ class Session:
         self.config: SessionConfig = _session_config(config)
         self._guard = _tool_guard(guard, guard_config, clock)
         self._clock = self._guard.clock
-        self._check_every = self.text_config.check_every
         self._state = _IDLE
         self._forget()
 
@@ -688,14 +687,14 @@ class Session:
             return attempt.stopped  # type: ignore[return-value]
         lane = attempt.lanes.get(channel)
         if lane is None:
-            lane = attempt.lanes[channel] = _Lane(TextLoopDetector(self.text_config), channel, self._check_every)
+            lane = attempt.lanes[channel] = _Lane(TextLoopDetector(self.text_config), channel)
         found = lane.detector.feed(delta, channel)
         lane.fed += len(delta)
         if found:
             attempt.detections += found
             if lane.fed >= lane.due:
-                lane.checkpoint(self._check_every)
-        elif lane.fed < lane.due or not lane.checkpoint(self._check_every):
+                lane.checkpoint()
+        elif lane.fed < lane.due or not lane.checkpoint():
             return _ALLOW  # no detection and no checkpoint: the verdict cannot have changed
         return self._judge(lane, channel, found)
 
