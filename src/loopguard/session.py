@@ -127,6 +127,9 @@ _RESCUE_KINDS = frozenset({"cycle", "pool", "near_cycle", "salad"})
 _CHANNEL_NAMES = {"reasoning": ("reasoning", "推理"), "text": ("answer", "正文")}
 _SERIAL = itertools.count(1)
 _NEVER = 1 << 62
+#: Code points a channel's deltas may wait, at most, before they go to the recorder, the
+#: language sample and the detector (the next checkpoint usually comes first: ``check_every``).
+_PENDING_CHARS = 1024
 
 Action = Literal["allow", "notice", "deny", "cut", "cancel"]
 
@@ -321,17 +324,20 @@ _MOVES: dict[SessionState, frozenset[SessionState]] = {
 
 class _Lane:
     """One channel of the open attempt: its detector, the detector's stream once it has one,
-    and where the next checkpoint can fall.
+    the deltas not fed yet, and where the next checkpoint can fall.
 
     The detectors' verdict (:meth:`~loopguard.text.TextLoopDetector.action_required`, the
-    weak episode and its checkpoints) changes only when a delta reveals a detection or when
-    the stream passes a checkpoint (every ``check_every`` code points of the masked text the
-    detectors see, ``masked_length``).  The masked text never outgrows the original (masking
-    only drops code points), so no checkpoint can have passed while the code points fed stay
-    below the next multiple of ``check_every``: only then is the stream asked.
+    weak episode and its checkpoints) changes only at checkpoints (every ``check_every`` code
+    points of the masked text the detectors see, ``masked_length``; spec §2), and their
+    results never depend on how the text was chunked.  The masked text never outgrows the
+    original (masking only drops code points), so no checkpoint can pass while the code
+    points fed stay below the next multiple of ``check_every`` (``due``): until then the
+    deltas wait in ``pending`` and go to the recorder, the language sample and the detector
+    as one string when ``fed`` reaches ``limit`` (``due``, or at most :data:`_PENDING_CHARS`
+    past the last flush: an unwatched channel never has a checkpoint).
     """
 
-    __slots__ = ("detector", "channel", "every", "stream", "mark", "fed", "due")
+    __slots__ = ("detector", "channel", "every", "stream", "mark", "fed", "due", "limit", "pending")
 
     def __init__(self, detector: TextLoopDetector, channel: str) -> None:
         self.detector = detector
@@ -339,8 +345,17 @@ class _Lane:
         self.every = every = detector.config.check_every
         self.stream: Any = None
         self.mark = 0  # checkpoints passed at the last judgement (none yet: nothing can call for action)
-        self.fed = 0  # code points fed to the channel
+        self.fed = 0  # code points given to the channel (pending ones included)
         self.due = every  # the next checkpoint falls at masked_length == due, so at fed >= due at the earliest
+        self.limit = min(every, _PENDING_CHARS)  # flush the pending deltas once fed reaches this
+        self.pending: list[str] = []  # deltas given since the last flush, in order
+
+    def take(self) -> str:
+        """The pending deltas as one string (and none pending any more)."""
+        pending = self.pending
+        text = pending[0] if len(pending) == 1 else "".join(pending)
+        pending.clear()
+        return text
 
     def checkpoint(self) -> bool:
         """Whether a checkpoint passed since the last call (and remember it); call when
@@ -561,7 +576,14 @@ class Session:
         overflowed) plus the language samples (``<= LANG_SAMPLE_CHARS`` per
         channel).  The detectors' own windows are bounded by the text config
         and not counted here."""
-        return self._attempt.record.kept + sum(len(s) for s in self._turn.samples.values())
+        record, samples = self._attempt.record, self._turn.samples
+        pending = {lane.channel: sum(map(len, lane.pending)) for lane in self._attempt.lanes.values()}
+        total = sum(pending.values())
+        kept = 0 if record.overflowed or record.kept + total > MAX_ATTEMPT_CHARS else record.kept + total
+        sampled = sum(
+            min(LANG_SAMPLE_CHARS, len(samples.get(channel, "")) + pending.get(channel, 0)) for channel in CHANNELS
+        )
+        return kept + sampled
 
     # ------------------------------------------------------------- streams
 
@@ -665,6 +687,23 @@ class Session:
 
         Starts an attempt (and a turn) if none is open.  A progress event.
         """
+        if self._state is _ATTEMPT and delta.__class__ is str and channel.__class__ is str:
+            lane = self._attempt.lanes.get(channel)
+            if lane is not None:  # the common case: an open attempt's known channel
+                now = self._clock()
+                if now - self._progress_noted >= 1.0:  # stalled counts minutes: one note a second is plenty
+                    self._progress_noted = now
+                    self._guard.note_progress(self._sid)
+                lane.pending.append(delta)
+                lane.fed += len(delta)
+                if lane.fed < lane.limit:
+                    return _ALLOW  # no checkpoint can have passed: the verdict cannot have changed
+                return self._flush(lane)
+        return self._feed(delta, channel)
+
+    def _feed(self, delta: Any, channel: Any) -> Verdict:
+        """:meth:`feed` outside its fast path (arguments checked, an attempt opened, a
+        stopped attempt, a channel's first delta)."""
         state = self._state
         if (
             state is not _ATTEMPT
@@ -675,28 +714,54 @@ class Session:
             channel = self._open_for(delta, channel)
             state = self._state
         now = self._clock()
-        if now - self._progress_noted >= 1.0:  # stalled counts minutes: one note a second is plenty
+        if now - self._progress_noted >= 1.0:
             self._progress_noted = now
             self._guard.note_progress(self._sid)
         attempt = self._attempt
-        if not attempt.record.add(channel, delta):
-            self._overflowed("text")
-        if channel in self._turn.sampling:
-            self._turn.sample(channel, delta)
-        if state is _STOPPED:
+        if state is _STOPPED:  # nothing is pending once stopped: the stop came at a flush
+            self._keep(attempt, channel, delta)
             return attempt.stopped  # type: ignore[return-value]
         lane = attempt.lanes.get(channel)
         if lane is None:
             lane = attempt.lanes[channel] = _Lane(TextLoopDetector(self.text_config), channel)
-        found = lane.detector.feed(delta, channel)
+        lane.pending.append(delta)
         lane.fed += len(delta)
-        if found:
-            attempt.detections += found
-            if lane.fed >= lane.due:
-                lane.checkpoint()
-        elif lane.fed < lane.due or not lane.checkpoint():
-            return _ALLOW  # no detection and no checkpoint: the verdict cannot have changed
+        if lane.fed < lane.limit:
+            return _ALLOW
+        return self._flush(lane)
+
+    def _keep(self, attempt: _Attempt, channel: str, text: str) -> None:
+        """Record ``text`` for the replay rule and the language sample."""
+        if not attempt.record.add(channel, text):
+            self._overflowed("text")
+        if channel in self._turn.sampling:
+            self._turn.sample(channel, text)
+
+    def _flush(self, lane: _Lane) -> Verdict:
+        """Give the lane's pending deltas to the recorder, the sample and the detector as one
+        string (identical detections: the detectors do not depend on the chunking), then judge
+        when that revealed a detection or passed a checkpoint."""
+        attempt, channel = self._attempt, lane.channel
+        text = lane.take()
+        self._keep(attempt, channel, text)
+        try:
+            found = lane.detector.feed(text, channel)
+            if found:
+                attempt.detections += found
+                if lane.fed >= lane.due:
+                    lane.checkpoint()
+            elif lane.fed < lane.due or not lane.checkpoint():
+                return _ALLOW  # no detection and no checkpoint: the verdict cannot have changed
+        finally:
+            lane.limit = min(lane.due, lane.fed + _PENDING_CHARS)
         return self._judge(lane, channel, found)
+
+    def _flush_all(self) -> None:
+        """Feed every lane's pending deltas (before the attempt's last checkpoint); none can
+        pass a checkpoint, so nothing is judged."""
+        for lane in self._attempt.lanes.values():
+            if lane.pending:
+                self._flush(lane)
 
     def _open_for(self, delta: Any, channel: Any) -> str:
         """:meth:`feed` outside its fast path: check the arguments, open an attempt if none is."""
@@ -826,6 +891,7 @@ class Session:
         self._alive()
         if self._state is not _ATTEMPT and self._state is not _STOPPED:
             return _ALLOW
+        self._flush_all()
         attempt = self._attempt
         self._finish_detectors(attempt)
         self._move(_TURN)

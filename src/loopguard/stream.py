@@ -69,9 +69,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from . import messages
-from .attempts import AttemptRecorder
+from .attempts import JOIN_EVERY, AttemptRecorder
 from .errors import ConfigError
-from .session import Session, Verdict
+from .session import _ALLOW, Session, Verdict
 from .text import Detection
 
 __all__ = [
@@ -455,9 +455,12 @@ class StreamGuard:
         "_finish_reason",
         "_orphan",
         "_outcome",
+        "_reasoning_parts",
         "_record",
+        "_segments",
         "_state",
         "_text_notice",
+        "_text_parts",
         "_verdict",
         "config",
         "session",
@@ -471,7 +474,10 @@ class StreamGuard:
         self.config: StreamConfig = StreamConfig.coerce(config)
         self.session: Session = session
         self._state = _WATCHING
-        self._record = AttemptRecorder()  # the whole text and every call, to build the outcome
+        self._record = AttemptRecorder()  # every call, to build the outcome
+        self._reasoning_parts: list[str] = []  # the latest deltas of each channel, whole
+        self._text_parts: list[str] = []
+        self._segments: dict[str, list[str]] = {"reasoning": [], "text": []}  # the earlier ones, joined
         self._calls: dict[Any, _Call] = {}  # by the format's key (the recorder keeps the order)
         self._verdict: Verdict | None = None  # the stop verdict (acting or, in observe, first)
         self._text_notice: Verdict | None = None  # the first weak text-loop detection's notice
@@ -576,9 +582,12 @@ class StreamGuard:
         """A reasoning delta (``str``; anything else is ignored and logged)."""
         if self._state is _WATCHING and delta.__class__ is str and delta:  # the common case
             try:
-                self._record.add("reasoning", delta)
+                parts = self._reasoning_parts
+                parts.append(delta)  # recorded first: the caller's text is kept whatever happens next
+                if len(parts) >= JOIN_EVERY:
+                    self._join(parts, "reasoning")
                 verdict = self._feed(delta, "reasoning")
-                return _CONTINUE if verdict.action == "allow" else self._on_verdict(verdict)
+                return _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
             except Exception as exc:
                 return self._break(exc)
         return self._event(self._delta, delta, "reasoning")
@@ -587,9 +596,12 @@ class StreamGuard:
         """An answer-text delta (``str``; anything else is ignored and logged)."""
         if self._state is _WATCHING and delta.__class__ is str and delta:  # the common case
             try:
-                self._record.add("text", delta)
+                parts = self._text_parts
+                parts.append(delta)  # recorded first: the caller's text is kept whatever happens next
+                if len(parts) >= JOIN_EVERY:
+                    self._join(parts, "text")
                 verdict = self._feed(delta, "text")
-                return _CONTINUE if verdict.action == "allow" else self._on_verdict(verdict)
+                return _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
             except Exception as exc:
                 return self._break(exc)
         return self._event(self._delta, delta, "text")
@@ -602,10 +614,28 @@ class StreamGuard:
             return _CONTINUE
         if self._cut_due():  # after a deferred cut: never stream on
             return _STOP_BEFORE
-        self._record.add(channel, delta)
+        self._keep(channel, delta)
         if self._state is not _WATCHING:
             return _CONTINUE
         return self._on_verdict(self._feed(delta, channel))
+
+    def _keep(self, channel: str, delta: str) -> None:
+        """Record a delta of ``channel`` (the whole text builds the outcome)."""
+        parts = self._reasoning_parts if channel == "reasoning" else self._text_parts
+        parts.append(delta)
+        if len(parts) >= JOIN_EVERY:
+            self._join(parts, channel)
+
+    def _join(self, parts: list[str], channel: str) -> None:
+        """Move ``parts`` into one joined segment of ``channel`` (memory near one byte per
+        character; each code point is copied once)."""
+        self._segments[channel].append("".join(parts))
+        parts.clear()
+
+    def _kept(self, channel: str) -> str:
+        """The whole text of ``channel`` recorded so far."""
+        parts = self._reasoning_parts if channel == "reasoning" else self._text_parts
+        return "".join(self._segments[channel] + parts)
 
     def has_tool_call(self, key: Any) -> bool:
         """Whether a tool call with this key (a Chat Completions ``index``, a Responses item id,
@@ -711,8 +741,8 @@ class StreamGuard:
     def _snapshot(self) -> StreamOutcome:
         verdict = self._verdict
         return StreamOutcome(
-            kept_reasoning=self._record.text("reasoning"),
-            kept_text=self._record.text("text"),
+            kept_reasoning=self._kept("reasoning"),
+            kept_text=self._kept("text"),
             tool_calls=self._complete_calls(),
             mode=self.config.mode,
             verdict=verdict,
@@ -778,7 +808,7 @@ class StreamGuard:
             detection=detection,
             notice=notice,
         )
-        reasoning, text = self._record.text("reasoning"), self._record.text("text")
+        reasoning, text = self._kept("reasoning"), self._kept("text")
         if not prune or verdict is None or detection is None:
             if error is None and watched and not stopped:
                 session.record_completion()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..session import Session
@@ -161,47 +161,68 @@ class GuardedStream(_Guarded[T], Iterator[T]):
     :meth:`close` closes the upstream and finishes the outcome.
     """
 
-    def __iter__(self) -> GuardedStream[T]:
-        return self
+    def __init__(
+        self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None, session: Session | None
+    ) -> None:
+        super().__init__(stream, apply, config=config, session=session)
+        self._chunks: Generator[T, None, None] = self._run()
+
+    def __iter__(self) -> Iterator[T]:
+        """The chunks (a generator over the same state as :meth:`__next__`: a ``for`` loop
+        resumes it directly, without a method call per chunk)."""
+        return self._chunks
 
     def __next__(self) -> T:
-        if self._done or self._stop_after:
-            return self._end()
-        it = self._iterator
-        if it is None:
-            it = self._iterator = iter(self._stream)
-        try:
-            chunk: T = next(it)
-        except StopIteration:
-            self._finish()
-            raise
-        except BaseException as exc:
-            self._fail(exc)
-            raise  # the host's error, unchanged
-        try:
-            action = self._apply(chunk, self.guard)
-        except Exception:
-            action = _unreadable()
-        if action is _CONTINUE:
-            return chunk
-        if action is Action.STOP_BEFORE:
-            self._stop()
-            raise StopIteration
-        if action is Action.STOP_AFTER:
-            self._stop_after = True
-        return chunk
+        return next(self._chunks)
 
-    def _end(self) -> T:
+    def _run(self) -> Generator[T, None, None]:
+        """Pass the upstream's chunks on until the guard stops it (``STOP_AFTER``: the chunk
+        is passed on first); the end, an upstream error and the guard's stop finish the
+        outcome.  Closed by :meth:`close`."""
+        if self._done:
+            return
+        it = iter(self._stream)
+        apply, guard = self._apply, self.guard
+        while True:
+            try:
+                chunk: T = next(it)
+            except StopIteration:
+                self._finish()
+                return
+            except BaseException as exc:
+                self._fail(exc)
+                raise  # the host's error, unchanged
+            try:
+                action = apply(chunk, guard)
+            except Exception:
+                action = _unreadable()
+            if action is _CONTINUE:
+                yield chunk
+            elif action is Action.STOP_BEFORE:
+                self._stop()
+                return
+            elif action is Action.STOP_AFTER:
+                self._stop_after = True
+                yield chunk
+                self._end()  # the chunk that closed a deferred cut was passed on: stop now
+                return
+            else:
+                yield chunk
+
+    def _end(self) -> None:
         if not self._done:  # the chunk that closed a deferred cut was passed on: stop now
             self._stop()
-        raise StopIteration
 
     def _stop(self) -> None:
         _close_sync(self._stream)
         self._finish()
 
     def close(self) -> None:
-        """Close the upstream and finish the outcome (idempotent)."""
+        """Close the upstream and finish the outcome (idempotent); the iteration ends."""
+        try:
+            self._chunks.close()
+        except ValueError:  # closed from inside the iteration itself: it ends at its next step
+            logger.info("guarded stream closed while it was running")
         if not self._done:
             _close_sync(self._stream)
             self._finish()
