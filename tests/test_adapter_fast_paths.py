@@ -208,3 +208,126 @@ def test_a_new_text_config_mid_session_keeps_its_own_checkpoints() -> None:
     verdicts = [session.feed("Wait, let me recheck the sum. ", "reasoning") for _ in range(25)]
     first = next(i for i, v in enumerate(verdicts) if v.stop)
     assert verdicts[first].detection.position == 640  # the first multiple of 160 with 600 code points
+
+
+# ------------------------------- Session.feed: pending deltas go to the detector at checkpoints
+
+
+def _steps(text: str, size: int, profile: str, channel: str) -> list[tuple[Any, ...]]:
+    """Each delta's verdict and the session's retained_chars after it, the end verdict and the
+    attempt's detections."""
+    session = Session(text_config=profile, clock=lambda: 0.0)
+    out: list[tuple[Any, ...]] = []
+    for i in range(0, len(text), size):
+        v = session.feed(text[i : i + size], channel)
+        out.append((v.action, v.kind, v.detection, v.reason, session.retained_chars, session.state))
+    v = session.end_attempt()
+    out.append((v.action, v.kind, v.detection, v.reason, session.retained_chars, session.detections))
+    return out
+
+
+@given(
+    pieces, st.integers(1, 40), st.sampled_from(["default", "fuse", "rescue"]), st.sampled_from(["reasoning", "text"])
+)
+def test_pending_deltas_change_no_verdict(
+    parts: list[tuple[str, int, str]], size: int, profile: str, channel: str
+) -> None:
+    """Deltas wait until the next checkpoint can fall, then go to the recorder, the sample and the
+    detector as one string, and a lane in which no detector ever held is not judged; feeding
+    every delta at once and judging every checkpoint (as before) gives the same verdicts, the
+    same detections and the same ``retained_chars`` after every delta."""
+
+    text = "".join(unit * times + noise for unit, times, noise in parts)
+    assert _steps(text, size, profile, channel) == _eager_steps(text, size, profile, channel)
+
+
+def _eager_steps(text: str, size: int, profile: str, channel: str) -> list[tuple[Any, ...]]:
+    """:func:`_steps` with every delta fed at once and every checkpoint judged (as before)."""
+    from loopguard import session as session_module
+
+    init = session_module._Lane.__init__
+
+    def eager(self: Any, *args: Any) -> None:
+        init(self, *args)
+        self.quiet = False  # judge every checkpoint
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(session_module, "_PENDING_CHARS", 0)  # feed every delta at once
+        m.setattr(session_module._Lane, "__init__", eager)
+        return _steps(text, size, profile, channel)
+
+
+@pytest.mark.parametrize("profile", ["default", "fuse", "rescue"])
+@pytest.mark.parametrize("unit", ["Now. OK. Wait. ", "- item\n", "Wait, let me recheck the sum. ", "ha "])
+@pytest.mark.parametrize("size", [1, 7, 200, 450])
+@pytest.mark.parametrize("prefix", ["", "Some clean prose first, to start the stream. " * 5])
+def test_pending_deltas_change_no_verdict_of_long_loops(profile: str, unit: str, size: int, prefix: str) -> None:
+    """Loops long enough for every rule (the fuse kinds act at their second hit, a checkpoint
+    that reports nothing)."""
+    text = prefix + unit * (3000 // len(unit))
+    assert _steps(text, size, profile, "reasoning") == _eager_steps(text, size, profile, "reasoning")
+
+
+def test_pending_deltas_are_kept_for_replay_and_samples() -> None:
+    session = Session(clock=lambda: 0.0)
+    session.start_turn()
+    session.feed("ab", "reasoning")  # below the first checkpoint: pending
+    session.feed("cd", "text")
+    assert session.retained_chars == 2 * 4  # the attempt's 4 code points and the samples' 4
+    assert session.end_attempt().action == "allow" and session.retained_chars == 4  # samples only
+    unwatched = Session(text_config=TextConfig(watch="text"), clock=lambda: 0.0)
+    for _ in range(3000):  # a channel the detectors do not watch: pending stays bounded
+        assert unwatched.feed("abcd", "reasoning").action == "allow"
+    lane = unwatched._attempt.lanes["reasoning"]
+    assert sum(map(len, lane.pending)) <= 1024 and lane.fed == 12000
+    assert unwatched.retained_chars == 12000 + 2000
+
+
+# ------------------------------------------------ StreamGuard's text and GuardedStream's iteration
+
+
+@given(st.lists(st.tuples(st.sampled_from(["reasoning", "text"]), st.text(min_size=1, max_size=3)), max_size=1500))
+def test_stream_guard_keeps_every_delta_in_order(events: list[tuple[str, str]]) -> None:
+    guard = StreamGuard(Session(clock=lambda: 0.0), {"mode": "observe"})
+    for channel, delta in events:
+        getattr(guard, channel)(delta)
+    want = {c: "".join(d for ch, d in events if ch == c) for c in ("reasoning", "text")}
+    snapshot = guard.outcome
+    assert (snapshot.kept_reasoning, snapshot.kept_text) == (want["reasoning"], want["text"])
+    outcome = guard.finish()
+    assert (outcome.kept_reasoning, outcome.kept_text) == (want["reasoning"], want["text"])
+
+
+def _chunk(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+
+
+def test_guarded_stream_next_and_for_share_one_iteration() -> None:
+    chunks = [_chunk(f"{i} ") for i in range(6)]
+    stream = adapter.guard_stream(iter(chunks))
+    assert next(stream) is chunks[0]
+    rest = []
+    for chunk in stream:
+        rest.append(chunk)
+        if len(rest) == 2:
+            break
+    assert rest == chunks[1:3] and next(stream) is chunks[3]
+    stream.close()  # mid-iteration: the iteration ends, the outcome is final
+    assert list(stream) == [] and stream.outcome.kept_text == "0 1 2 3 "
+    with pytest.raises(StopIteration):
+        next(stream)
+
+
+def test_guarded_stream_closed_before_iteration_yields_nothing() -> None:
+    closed: list[bool] = []
+
+    class Upstream:
+        def __iter__(self) -> Any:
+            return iter([_chunk("x")])
+
+        def close(self) -> None:
+            closed.append(True)
+
+    stream = adapter.guard_stream(Upstream())
+    stream.close()
+    assert list(stream) == [] and closed == [True] and stream.outcome.kept_text == ""

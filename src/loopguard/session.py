@@ -337,7 +337,7 @@ class _Lane:
     past the last flush: an unwatched channel never has a checkpoint).
     """
 
-    __slots__ = ("detector", "channel", "every", "stream", "mark", "fed", "due", "limit", "pending")
+    __slots__ = ("detector", "channel", "every", "stream", "mark", "fed", "due", "limit", "pending", "quiet")
 
     def __init__(self, detector: TextLoopDetector, channel: str) -> None:
         self.detector = detector
@@ -349,6 +349,9 @@ class _Lane:
         self.due = every  # the next checkpoint falls at masked_length == due, so at fed >= due at the earliest
         self.limit = min(every, _PENDING_CHARS)  # flush the pending deltas once fed reaches this
         self.pending: list[str] = []  # deltas given since the last flush, in order
+        # no detection reported yet, so no detector has held (spec §2: each episode's first hit
+        # reports): the verdict stays allow, nothing to judge at a checkpoint
+        self.quiet = True
 
     def take(self) -> str:
         """The pending deltas as one string (and none pending any more)."""
@@ -695,8 +698,8 @@ class Session:
                     self._progress_noted = now
                     self._guard.note_progress(self._sid)
                 lane.pending.append(delta)
-                lane.fed += len(delta)
-                if lane.fed < lane.limit:
+                fed = lane.fed = lane.fed + len(delta)
+                if fed < lane.limit:
                     return _ALLOW  # no checkpoint can have passed: the verdict cannot have changed
                 return self._flush(lane)
         return self._feed(delta, channel)
@@ -748,10 +751,11 @@ class Session:
             found = lane.detector.feed(text, channel)
             if found:
                 attempt.detections += found
+                lane.quiet = False
                 if lane.fed >= lane.due:
                     lane.checkpoint()
-            elif lane.fed < lane.due or not lane.checkpoint():
-                return _ALLOW  # no detection and no checkpoint: the verdict cannot have changed
+            elif lane.fed < lane.due or not lane.checkpoint() or lane.quiet:
+                return _ALLOW  # no detection, and no checkpoint or no detector ever held: nothing changed
         finally:
             lane.limit = min(lane.due, lane.fed + _PENDING_CHARS)
         return self._judge(lane, channel, found)

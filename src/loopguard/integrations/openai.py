@@ -58,6 +58,7 @@ _CHOICE_FIELDS = ("delta", "index", "finish_reason")
 _DELTA_FIELDS = ("content", "tool_calls")
 _REASONING = ("reasoning_content", "reasoning")
 _NONE = object()
+_DICT, _LIST = dict, list  # module globals: one lookup each instead of builtins' two
 
 
 def _admit(known: set[type], refused: set[type], tp: type, present: tuple[str, ...], absent: tuple[str, ...]) -> bool:
@@ -86,13 +87,13 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
     content: Any = None
     reasoning: Any = _NONE  # the delta's reasoning fields, when it names one
     try:
-        if type(chunk) is dict:
+        if chunk.__class__ is _DICT:
             choices = chunk["choices"]
-            if type(choices) is list and len(choices) == 1:
+            if choices.__class__ is _LIST and len(choices) == 1:
                 choice = choices[0]
-                if type(choice) is dict and choice["finish_reason"] is None and choice["index"] == 0:
+                if choice.__class__ is _DICT and choice["finish_reason"] is None and choice["index"] == 0:
                     delta = choice["delta"]
-                    if type(delta) is dict and not delta.get("tool_calls"):
+                    if delta.__class__ is _DICT and not delta.get("tool_calls"):
                         content = delta.get("content")
                         if "reasoning_content" in delta or "reasoning" in delta:
                             reasoning = (delta.get("reasoning_content"), delta.get("reasoning"))
