@@ -2,8 +2,9 @@
 
 A :class:`~loopguard.Session` records each attempt's text and tool calls for the
 ``replay`` rule (bounded: an attempt too long to compare is never a replay), and a
-:class:`~loopguard.StreamGuard` records the same things whole, to build the pruned
-outcome.  Both use this one recorder; positions and lengths are Unicode code points.
+:class:`~loopguard.StreamGuard` records its tool calls with one, to build the pruned outcome
+(it keeps the text whole itself, appending each delta to a list per channel: cheaper per
+delta than :meth:`AttemptRecorder.add`).  Positions and lengths are Unicode code points.
 """
 
 from __future__ import annotations

@@ -35,8 +35,12 @@ What each call does and which rule owns it:
   ``salad`` at their first hit, ``near_cycle`` at its first strong detection, the fuse
   kinds ``exact_tail`` / ``lowdiv_tail`` / ``lowdiv_sliding`` at their
   ``fuse_hits_before_action``-th hit in the attempt).  The detectors' state moves only at
-  checkpoints, so the session asks only when a delta revealed a detection or crossed a
-  checkpoint.  That stop is recorded once per attempt as a ``strikes`` strike
+  checkpoints and does not depend on the chunking, so a channel's deltas wait (in order, at
+  most 1,024 code points) until the next checkpoint can fall, then go to the recorder, the
+  language sample and the detector as one string; the session asks for a verdict only when
+  that revealed a detection or crossed a checkpoint of a channel where some detector has
+  held: every delta gets the verdict it would get alone.  That stop is recorded once per
+  attempt as a ``strikes`` strike
   (``ToolGuard.strike(session_id, "text_loop")``, unless ``SessionConfig.text_strikes`` is
   off); when the strike completes ``strikes_before_cancel`` the verdict is ``cancel``
   instead.  Once an attempt is stopped every further :meth:`Session.feed` of it returns the
