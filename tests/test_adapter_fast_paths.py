@@ -331,3 +331,50 @@ def test_guarded_stream_closed_before_iteration_yields_nothing() -> None:
     stream = adapter.guard_stream(Upstream())
     stream.close()
     assert list(stream) == [] and closed == [True] and stream.outcome.kept_text == ""
+
+
+def _channel_steps(events: list[tuple[str, str]], profile: str) -> list[Any]:
+    """Each delta's verdict and retained_chars, then what the attempt handed to the replay rule
+    and the turn's language samples."""
+    session = Session(text_config=profile, clock=lambda: 0.0)
+    seen: list[dict[str, Any]] = []
+    observe = session.guard.observe_attempt
+
+    def spy(sid: Any, **attempt: Any) -> bool:
+        seen.append(attempt)
+        return observe(sid, **attempt)
+
+    session.guard.observe_attempt = spy  # type: ignore[method-assign]
+    out: list[Any] = []
+    for channel, delta in events:
+        v = session.feed(delta, channel)
+        out.append((v.action, v.kind, v.detection, v.reason, session.retained_chars, session.state))
+    v = session.end_attempt()
+    out += [(v.action, v.kind, v.detection, v.reason), session.detections, seen, session._turn.samples]
+    return out
+
+
+@pytest.mark.parametrize("profile", ["default", "fuse"])
+@pytest.mark.parametrize("size", [3, 40])
+def test_pending_deltas_of_two_channels_keep_their_order_across_a_stop(profile: str, size: int) -> None:
+    """A loop in the answer stops the attempt while reasoning deltas are pending: they are
+    recorded, sampled and fed before the reasoning that comes after the stop."""
+    loop = "Now. OK. Wait. " * 200
+    events: list[tuple[str, str]] = []
+    for i in range(0, len(loop), size):
+        events.append(("text", loop[i : i + size]))
+        events.append(("reasoning", f"r{i} "))
+    fast = _channel_steps(events, profile)
+    assert any(step[0] == "cut" for step in fast[: len(events)])
+    from loopguard import session as session_module
+
+    init = session_module._Lane.__init__
+
+    def eager(self: Any, *args: Any) -> None:
+        init(self, *args)
+        self.quiet = False
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(session_module, "_PENDING_CHARS", 0)
+        m.setattr(session_module._Lane, "__init__", eager)
+        assert fast == _channel_steps(events, profile)

@@ -840,7 +840,11 @@ class Session:
         return Verdict("notice", "text_loop", reason, detection, evidence={**evidence, "strength": detection.strength})
 
     def _stop(self, detection: Detection | None, lane: _Lane, channel: str) -> Verdict:
-        """The attempt's stop verdict (``cut``, or ``cancel`` when its strike completes the strikes)."""
+        """The attempt's stop verdict (``cut``, or ``cancel`` when its strike completes the strikes).
+
+        The other channel's pending deltas came before the stop: they are fed first (a stopped
+        attempt records later deltas directly, after them)."""
+        self._flush_all()
         en, zh = _CHANNEL_NAMES[channel]
         position = detection.position if detection is not None else lane.detector.length(channel)
         cut = detection.cut if detection is not None else position
