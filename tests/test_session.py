@@ -585,9 +585,9 @@ def test_start_turn_resets_the_rescue_budget() -> None:
     """Seed 003's rescue cap counts rescues in a row within a turn; a new user message starts again."""
     s = Session()
     for _ in range(3):
-        s._record_rescue(retry_requests=2)
+        s.record_rescue(retry_requests=2)
     assert (s.consecutive_rescues, s.retry_requests_left) == (3, 2)
-    assert s._take_retry() and s.retry_requests_left == 1
+    assert s.take_retry() and s.retry_requests_left == 1
     s.start_turn()
     assert (s.consecutive_rescues, s.retry_requests_left) == (0, 0)
-    assert not s._take_retry()
+    assert not s.take_retry()

@@ -846,7 +846,7 @@ def test_a_normal_stream_resets_the_count() -> None:
 @pytest.mark.parametrize("retry_requests", (0, 1, 2))
 def test_the_stream_guard_does_not_take_from_the_retry_budget(retry_requests: int) -> None:
     """A rescue sets the budget; streams never consume it (the request sender does, with
-    ``session._take_retry()``, once per request that carries the retry settings)."""
+    ``session.take_retry()``, once per request that carries the retry settings)."""
     config = StreamConfig(retry_requests=retry_requests)
     session = Session()
     first = StreamGuard(session, config)
@@ -861,7 +861,7 @@ def test_the_stream_guard_does_not_take_from_the_retry_budget(retry_requests: in
             apply_chat_chunk(chunk, guard)
         assert not guard.finish().stopped
         assert session.retry_requests_left == retry_requests
-    flags = [session._take_retry() for _ in range(retry_requests + 2)]
+    flags = [session.take_retry() for _ in range(retry_requests + 2)]
     assert flags == [True] * retry_requests + [False, False]
     assert session.retry_requests_left == 0
 

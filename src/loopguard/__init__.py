@@ -18,6 +18,7 @@ import logging as _logging
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
+from .attempts import AttemptRecorder
 from .brake import (
     InvalidMaxRepeatsError,
     LoopBrake,
@@ -42,8 +43,8 @@ from .guard import (
 )
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .results import normalize_result, result_digest
-from .session import Session, SessionConfig, Verdict
-from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
+from .session import Session, SessionConfig, SessionState, Verdict
+from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, StreamState
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text, scan_tokens
 
 # a library logs; the application decides where to (no "last resort" output to stderr)
@@ -60,6 +61,7 @@ __all__ = [
     "GUARD_KINDS",
     "GUARD_RULES",
     "PROFILES",
+    "AttemptRecorder",
     "ConfigError",
     "Decision",
     "Detection",
@@ -71,9 +73,11 @@ __all__ = [
     "LoopGuardCancelled",
     "Session",
     "SessionConfig",
+    "SessionState",
     "StreamConfig",
     "StreamGuard",
     "StreamOutcome",
+    "StreamState",
     "TextConfig",
     "TextLoopDetector",
     "ToolCallDenied",

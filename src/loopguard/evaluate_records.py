@@ -50,6 +50,7 @@ from .errors import InputError
 from .redact import one_line, redact_secrets
 
 __all__ = [
+    "rate_text",
     "ALL_PROFILES",
     "CHUNKSIZE",
     "CONTEXT_CHARS",
@@ -812,7 +813,9 @@ def evaluate_records(
 _one_line = one_line  # newline as ⏎, other control characters as visible symbols
 
 
-def _frac(k: int, n: int, digits: int = 2) -> str:
+def rate_text(k: int, n: int, digits: int = 2) -> str:
+    """``"k/n = p% [low, high]"``: a rate with its 95% Wilson interval, in percent (``"k/0"``
+    when ``n`` is 0)."""
     if not n:
         return f"{k}/0"
     low, high = wilson(k, n)
@@ -821,7 +824,7 @@ def _frac(k: int, n: int, digits: int = 2) -> str:
 
 def _summary_lines(s: Mapping[str, Any], indent: str) -> list[str]:
     c, lo, nu = s["clean"], s["loop"], s["null"]
-    lines = [f"{indent}clean {c['n']}: cut {_frac(c['cut'], c['n'])}, notice {_frac(c['notice'], c['n'])}"]
+    lines = [f"{indent}clean {c['n']}: cut {rate_text(c['cut'], c['n'])}, notice {rate_text(c['notice'], c['n'])}"]
     if c["cut_kinds"]:
         lines.append(f"{indent}  cut by: " + ", ".join(f"{k} {v}" for k, v in c["cut_kinds"].items()))
     if lo["latency_n"]:
@@ -832,7 +835,7 @@ def _summary_lines(s: Mapping[str, Any], indent: str) -> list[str]:
     else:
         latency = "latency n/a"
     lines.append(
-        f"{indent}loops {lo['n']}: cut {_frac(lo['cut'], lo['n'], 1)}, {latency}, "
+        f"{indent}loops {lo['n']}: cut {rate_text(lo['cut'], lo['n'], 1)}, {latency}, "
         f"{lo['early']} early (stopped before loop_start)"
     )
     lines.append(f"{indent}null {nu['n']}: cut {nu['cut']}, notice {nu['notice']} (not in the rates)")
@@ -841,7 +844,7 @@ def _summary_lines(s: Mapping[str, Any], indent: str) -> list[str]:
 
 def _group_line(name: str, s: Mapping[str, Any]) -> str:
     c, lo, nu = s["clean"], s["loop"], s["null"]
-    parts = [f"clean cut {_frac(c['cut'], c['n'])}, notice {c['notice']}/{c['n']}"]
+    parts = [f"clean cut {rate_text(c['cut'], c['n'])}, notice {c['notice']}/{c['n']}"]
     if lo["n"]:
         lat = f", p50 {lo['latency_p50']}, p90 {lo['latency_p90']}" if lo["latency_n"] else ""
         parts.append(f"loops cut {lo['cut']}/{lo['n']}{lat}, {lo['early']} early")

@@ -39,8 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .evaluate_records import _frac as _records_frac
-from .evaluate_records import wilson
+from .evaluate_records import rate_text, wilson
 from .guard import ToolGuard, ToolGuardConfig
 from .redact import one_line
 
@@ -365,7 +364,7 @@ class RunCollector:
 
 
 def _frac(rate: Mapping[str, Any], digits: int = 2) -> str:
-    return _records_frac(rate["k"], rate["n"], digits)
+    return rate_text(rate["k"], rate["n"], digits)
 
 
 def _summary_lines(s: Mapping[str, Any], indent: str) -> list[str]:

@@ -1,7 +1,9 @@
-"""The session state machine hosts drive: one :class:`Session` per agent conversation (spec §0, §3, §5.2, §8).
+"""The session state machine hosts drive: one :class:`Session` per agent conversation.
 
-A host reports what happens in a conversation and gets a :class:`Verdict`
-back at every step::
+Behaviour contract: ``docs/spec.md`` §0 (vocabulary), §3 (text policy), §5.2 (tool guards),
+§8 (public surface); ``docs/rules.md`` maps the rule names used here to the seed documents'
+codes.  A host reports what happens in a conversation and gets a :class:`Verdict` back at
+every step::
 
     session = Session("chat-42")
     session.start_turn()                      # a user message arrived
@@ -10,66 +12,78 @@ back at every step::
         verdict = session.feed(delta, channel)
         if verdict.stop:                      # "cut" or "cancel": stop the stream
             break
-    session.end_attempt()                     # D1' replay bookkeeping
+    session.end_attempt()                     # replay bookkeeping
     verdict = session.tool_call(tool, args)   # before the tool runs
     if verdict.action in ("allow", "notice"):
         result = run(tool, args)
         verdict = session.tool_result(tool, args, result)
     ...
-    verdict = session.end_turn()              # ⑤ empty turn
+    verdict = session.end_turn()              # the empty_turn rule
+
+Lifecycle (:class:`SessionState`, :attr:`Session.state`)::
+
+    IDLE --start_turn--> TURN --start_attempt / feed--> ATTEMPT --stop verdict--> STOPPED
+    ATTEMPT, STOPPED --end_attempt--> TURN --end_turn--> IDLE
+    any --cancel / reset--> IDLE;  any --dispose--> DISPOSED (every call then raises)
 
 What each call does and which rule owns it:
 
-* **Text loops** (spec §2, seeds 002 ①, 003): every attempt gets fresh
-  :class:`~loopguard.text.TextLoopDetector` s, one per channel, created on
-  the first delta of that channel.  :meth:`Session.feed` returns ``cut``
-  once :meth:`~loopguard.text.TextLoopDetector.action_required` says so (C/P
-  at their first hit, E/L/S at their ``fuse_hits_before_action``-th hit in
-  the attempt, spec §2.6).  That stop is recorded once per attempt as a ③
-  strike (``ToolGuard.strike(session_id, "text_loop")``, unless
-  ``SessionConfig.text_strikes`` is off); when the strike completes
-  ``strikes_before_cancel`` the verdict is ``cancel`` instead.  Once an
-  attempt is stopped every further :meth:`Session.feed` of it returns the
+* **Text loops** (kind ``text_loop``; spec §2, §2.6): every attempt gets fresh
+  :class:`~loopguard.text.TextLoopDetector` s, one per channel, created on the first delta
+  of that channel.  :meth:`Session.feed` returns ``cut`` once
+  :meth:`~loopguard.text.TextLoopDetector.action_required` says so (``cycle``, ``pool``,
+  ``salad`` at their first hit, ``near_cycle`` at its first strong detection, the fuse
+  kinds ``exact_tail`` / ``lowdiv_tail`` / ``lowdiv_sliding`` at their
+  ``fuse_hits_before_action``-th hit in the attempt).  The detectors' state moves only at
+  checkpoints and does not depend on the chunking, so a channel's deltas wait (in order, at
+  most 1,024 code points) until the next checkpoint can fall, then go to the recorder, the
+  language sample and the detector as one string; the session asks for a verdict only when
+  that revealed a detection or crossed a checkpoint of a channel where some detector has
+  held: every delta gets the verdict it would get alone.  That stop is recorded once per
+  attempt as a ``strikes`` strike
+  (``ToolGuard.strike(session_id, "text_loop")``, unless ``SessionConfig.text_strikes`` is
+  off); when the strike completes ``strikes_before_cancel`` the verdict is ``cancel``
+  instead.  Once an attempt is stopped every further :meth:`Session.feed` of it returns the
   same stop verdict.
-* **Tool calls** (spec §5.2, seed 001 D1–D5, I1–I5, seed 002 ②b):
+* **Tool calls** (spec §5.2; rules ``repeat``, ``drift``, ``error_avoidance``,
+  ``no_progress``, ``unscoped_search``, ``cycle``, ``circuit_breaker``, ``repeat_streak``):
   :meth:`Session.tool_call` / :meth:`Session.tool_result` wrap
   :meth:`ToolGuard.before_call` / :meth:`ToolGuard.after_call`.
-* **D1' replay** (seed 001, ``agent/assistant-stream``):
-  :meth:`Session.end_attempt` hands the attempt's reasoning, answer text and
-  tool calls to :meth:`ToolGuard.observe_attempt`, which owns the rule.  To
-  bound memory, the session keeps an attempt's text only while reasoning +
-  text stay within :data:`MAX_ATTEMPT_CHARS` (1_000_000 code points) and
-  its tool calls within :data:`MAX_ATTEMPT_CALLS` (1024); a longer attempt
-  is **never treated as a replay** (it is reported to the guard as a
-  unique attempt, which also ends any replay streak).
-* **Stall nudge** (seed 003): :meth:`Session.end_attempt` returns ``notice``
-  (``kind="stall_nudge"``) after ``stall_calls`` reasoning-only attempts in
-  a row, at most ``stall_nudge_max`` times per session.
-* **② stall** and **③ strikes** (seed 002): :meth:`Session.check_stall`;
-  progress events are :meth:`start_attempt`, every :meth:`feed`,
+* **Replay** (the ``repeat`` rule's replay mode): :meth:`Session.end_attempt` hands the
+  attempt's reasoning, answer text and tool calls to :meth:`ToolGuard.observe_attempt`,
+  which owns the rule.  To bound memory, the session keeps an attempt's text only while
+  reasoning + text stay within :data:`MAX_ATTEMPT_CHARS` (1_000_000 code points) and its
+  tool calls within :data:`MAX_ATTEMPT_CALLS` (1024) (an
+  :class:`~loopguard.attempts.AttemptRecorder`); a longer attempt is **never treated as a
+  replay** (it is reported to the guard as a unique attempt, which also ends any replay
+  streak).
+* **Stall nudge** (kind ``stall_nudge``): :meth:`Session.end_attempt` returns ``notice``
+  after ``stall_calls`` reasoning-only attempts in a row, at most ``stall_nudge_max`` times
+  per session.
+* **stall** and **strikes**: :meth:`Session.check_stall`; progress events are
+  :meth:`start_attempt`, every :meth:`feed` (at most one note a second),
   :meth:`end_attempt`, :meth:`tool_call` and :meth:`tool_result`.
-* **⑤ empty turn** (seed 002, spec §3): :meth:`Session.end_turn` judges the
-  turn by structure only: reasoning was streamed and the answer text has no
-  non-whitespace character.
-* Tool-guard state (D1 counts, strikes, …) belongs to the session and
-  survives :meth:`start_turn` (seed 001: counts are not cleared by new user
-  messages); :meth:`Session.reset` forgets it.
+* **empty_turn** (spec §3): :meth:`Session.end_turn` judges the turn by structure only:
+  reasoning was streamed and the answer text has no non-whitespace character.
+* Tool-guard state (``repeat`` counts, strikes, …) belongs to the session and survives
+  :meth:`start_turn` (counts are not cleared by new user messages); :meth:`Session.reset`
+  forgets it.
 
-Implicit steps: :meth:`feed` and :meth:`start_attempt` start a turn when
-none is open; :meth:`feed` starts an attempt when none is open (a tool call
-runs after its request ended and belongs to the last attempt); :meth:`start_attempt` and :meth:`end_turn` end an
-open attempt first (as :meth:`end_attempt`, its verdict is then only
-logged: call :meth:`end_attempt` yourself to see it).
+Implicit steps: :meth:`feed` and :meth:`start_attempt` start a turn when none is open;
+:meth:`feed` starts an attempt when none is open (a tool call runs after its request ended
+and belongs to the last attempt); :meth:`start_attempt` and :meth:`end_turn` end an open
+attempt first (as :meth:`end_attempt`, its verdict is then only logged: call
+:meth:`end_attempt` yourself to see it).
 
-Not thread-safe: a session serves one conversation, driven by one task at a
-time.  Several sessions may share one (thread-safe) :class:`ToolGuard`.
-Positions are Unicode code points (Python ``str`` indices) into the
-channel text of one attempt.  Logging goes to the ``"loopguard.session"``
-logger; arguments, results and model text are never logged.
+Not thread-safe: a session serves one conversation, driven by one task at a time.  Several
+sessions may share one (thread-safe) :class:`ToolGuard`.  Positions are Unicode code points
+(Python ``str`` indices) into the channel text of one attempt.  Logging goes to the
+``"loopguard.session"`` logger; arguments, results and model text are never logged.
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import time
@@ -78,6 +92,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import messages
+from .attempts import AttemptRecorder
 from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
@@ -90,6 +105,7 @@ __all__ = [
     "VERDICT_ACTIONS",
     "Session",
     "SessionConfig",
+    "SessionState",
     "Verdict",
 ]
 
@@ -99,10 +115,10 @@ logger = logging.getLogger("loopguard.session")
 VERDICT_ACTIONS = ("allow", "notice", "deny", "cut", "cancel")
 
 #: An attempt whose reasoning + text exceed this many code points is not kept
-#: for the D1' signature (and is never treated as a replay).
+#: for the replay signature (and is never treated as a replay).
 MAX_ATTEMPT_CHARS = 1_000_000
 
-#: An attempt with more tool calls than this is not kept for the D1'
+#: An attempt with more tool calls than this is not kept for the replay
 #: signature (and is never treated as a replay).
 MAX_ATTEMPT_CALLS = 1024
 
@@ -114,18 +130,22 @@ _BIG = 1_000_000
 _RESCUE_KINDS = frozenset({"cycle", "pool", "near_cycle", "salad"})
 _CHANNEL_NAMES = {"reasoning": ("reasoning", "推理"), "text": ("answer", "正文")}
 _SERIAL = itertools.count(1)
+_NEVER = 1 << 62
+#: Code points a channel's deltas may wait, at most, before they go to the recorder, the
+#: language sample and the detector (the next checkpoint usually comes first: ``check_every``).
+_PENDING_CHARS = 1024
 
 Action = Literal["allow", "notice", "deny", "cut", "cancel"]
 
 
 @dataclass(frozen=True)
 class SessionConfig:
-    """Keys of the session state machine (spec §3; seed 002 ③ and ⑤).
+    """Keys of the session state machine (spec §3: the ``strikes``, ``empty_turn`` and stall nudge rules).
 
     Parameters
     ----------
     empty_turn_limit : int
-        ⑤: this many consecutive empty turns (reasoning, zero answer text)
+        ``empty_turn``: this many consecutive empty turns (reasoning, zero answer text)
         make a detection; a normal turn resets the count.  Default 1, an
         integer ``>= 1``.
     empty_turn_action : str
@@ -136,9 +156,9 @@ class SessionConfig:
         At most this many steers per session (default 3, an integer
         ``>= 0``); past it, empty turns are logged only.
     empty_turn_detect : bool
-        ⑤ on/off (default True).
+        The ``empty_turn`` rule on/off (default True).
     text_strikes : bool
-        A text loop that stops an attempt counts as a ③ strike
+        A text loop that stops an attempt counts as a ``strikes`` strike
         (``ToolGuard.strike(session_id, "text_loop")``).  Default True.
     stall_calls : int
         Seed 003 stall nudge: this many consecutive attempts with at least
@@ -221,7 +241,8 @@ class Verdict:
         What decided: a guard kind (``"repeat"``, ``"repeat_streak"``,
         ``"stalled"``, ``"strikes"``, … see
         :data:`loopguard.guard.GUARD_KINDS`), ``"text_loop"``, ``"replay"``
-        (D1' replay mode switched on, with ``allow``) or ``"empty_turn"``;
+        (the ``repeat`` rule's replay mode switched on, with ``allow``),
+        ``"stall_nudge"`` or ``"empty_turn"``;
         ``None`` when nothing happened.  An ``allow`` with a kind is
         informational (logged, nothing to do).
     reason : str
@@ -231,7 +252,7 @@ class Verdict:
         The text detection behind a ``text_loop`` verdict (positions in code
         points of that channel's text in this attempt).
     interventions : tuple[Intervention, ...]
-        The guard's interventions (after a tool result, a ③ strike, a ②
+        The guard's interventions (after a tool result, a ``strikes`` strike, a ``stalled``
         stall).
     decision : Decision | None
         The guard's decision, for :meth:`Session.tool_call`.
@@ -274,8 +295,146 @@ def _check_channel(channel: object) -> str:
     return str(channel)
 
 
+class SessionState(enum.Enum):
+    """Where a :class:`Session` is in its lifecycle (:attr:`Session.state`; spec §0).
+
+    ``IDLE``: no turn open (before the first, after :meth:`~Session.end_turn`,
+    :meth:`~Session.cancel` or :meth:`~Session.reset`).  ``TURN``: a turn is open and no
+    attempt.  ``ATTEMPT``: an attempt (model request) is open and its deltas are analysed.
+    ``STOPPED``: the open attempt was stopped (``cut`` / ``cancel``): every further delta of
+    it gets that verdict again.  ``DISPOSED``: after :meth:`~Session.dispose`; every call
+    raises ``RuntimeError``.
+    """
+
+    IDLE = "idle"
+    TURN = "turn"
+    ATTEMPT = "attempt"
+    STOPPED = "stopped"
+    DISPOSED = "disposed"
+
+
+_IDLE, _TURN, _ATTEMPT, _STOPPED, _DISPOSED = SessionState
+#: The legal moves: ``start_turn`` (IDLE/TURN → TURN), ``start_attempt`` and ``feed`` (TURN →
+#: ATTEMPT), a stop verdict (ATTEMPT → STOPPED), ``end_attempt`` (ATTEMPT/STOPPED → TURN),
+#: ``end_turn`` (TURN → IDLE), ``cancel`` / ``reset`` (any → IDLE), ``dispose`` (any → DISPOSED).
+_MOVES: dict[SessionState, frozenset[SessionState]] = {
+    _IDLE: frozenset({_IDLE, _TURN, _DISPOSED}),
+    _TURN: frozenset({_IDLE, _TURN, _ATTEMPT, _DISPOSED}),
+    _ATTEMPT: frozenset({_IDLE, _TURN, _STOPPED, _DISPOSED}),
+    _STOPPED: frozenset({_IDLE, _TURN, _DISPOSED}),
+    _DISPOSED: frozenset(),
+}
+
+
+class _Lane:
+    """One channel of the open attempt: its detector, the detector's stream once it has one,
+    the deltas not fed yet, and where the next checkpoint can fall.
+
+    The detectors' verdict (:meth:`~loopguard.text.TextLoopDetector.action_required`, the
+    weak episode and its checkpoints) changes only at checkpoints (every ``check_every`` code
+    points of the masked text the detectors see, ``masked_length``; spec §2), and their
+    results never depend on how the text was chunked.  The masked text never outgrows the
+    original (masking only drops code points), so no checkpoint can pass while the code
+    points fed stay below the next multiple of ``check_every`` (``due``): until then the
+    deltas wait in ``pending`` and go to the recorder, the language sample and the detector
+    as one string when ``fed`` reaches ``limit`` (``due``, or at most :data:`_PENDING_CHARS`
+    past the last flush: an unwatched channel never has a checkpoint).
+    """
+
+    __slots__ = ("detector", "channel", "every", "stream", "mark", "fed", "due", "limit", "pending", "quiet")
+
+    def __init__(self, detector: TextLoopDetector, channel: str) -> None:
+        self.detector = detector
+        self.channel = channel
+        self.every = every = detector.config.check_every
+        self.stream: Any = None
+        self.mark = 0  # checkpoints passed at the last judgement (none yet: nothing can call for action)
+        self.fed = 0  # code points given to the channel (pending ones included)
+        self.due = every  # the next checkpoint falls at masked_length == due, so at fed >= due at the earliest
+        self.limit = min(every, _PENDING_CHARS)  # flush the pending deltas once fed reaches this
+        self.pending: list[str] = []  # deltas given since the last flush, in order
+        # no detection reported yet, so no detector has held (spec §2: each episode's first hit
+        # reports): the verdict stays allow, nothing to judge at a checkpoint
+        self.quiet = True
+
+    def take(self) -> str:
+        """The pending deltas as one string (and none pending any more)."""
+        pending = self.pending
+        text = pending[0] if len(pending) == 1 else "".join(pending)
+        pending.clear()
+        return text
+
+    def checkpoint(self) -> bool:
+        """Whether a checkpoint passed since the last call (and remember it); call when
+        ``fed >= due``."""
+        stream = self.stream
+        if stream is None:
+            stream = self.stream = self.detector.stream(self.channel)
+            if stream is None:  # a channel the config does not watch: never a checkpoint
+                self.due = _NEVER
+                return False
+        mark = stream.masked_length // self.every
+        self.due = (mark + 1) * self.every
+        if mark == self.mark:
+            return False
+        self.mark = mark
+        return True
+
+
+class _Attempt:
+    """The open (or last) attempt: its number, lanes, detections, weak episodes noticed, stop
+    verdict and recorder."""
+
+    __slots__ = ("number", "lanes", "detections", "noticed", "stopped", "record")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.lanes: dict[str, _Lane] = {}
+        self.detections: list[Detection] = []
+        self.noticed: dict[str, Detection] = {}  # per channel: the weak episode last noticed
+        self.stopped: Verdict | None = None
+        self.record = AttemptRecorder(MAX_ATTEMPT_CHARS, MAX_ATTEMPT_CALLS)
+
+
+class _Turn:
+    """The open (or last) turn: its number, the reasoning and answer text its ended attempts
+    streamed (by structure only) and the language samples."""
+
+    __slots__ = ("number", "reasoning", "wrote_text", "samples", "sampling")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.reasoning = 0  # code points of reasoning in the turn's ended attempts
+        self.wrote_text = False  # some answer text had a non-whitespace character
+        self.samples: dict[str, str] = {}  # per channel: the first LANG_SAMPLE_CHARS code points
+        self.sampling = set(CHANNELS)  # the channels whose sample is not full yet
+
+    def sample(self, channel: str, delta: str) -> None:
+        kept = self.samples.get(channel, "")
+        if delta:
+            kept = self.samples[channel] = kept + delta[: LANG_SAMPLE_CHARS - len(kept)]
+        if len(kept) >= LANG_SAMPLE_CHARS:
+            self.sampling.discard(channel)
+
+    def add(self, record: AttemptRecorder) -> None:
+        """Count an ended attempt's text in the turn."""
+        self.reasoning += record.reasoning_chars
+        self.wrote_text = self.wrote_text or record.wrote_text
+
+
+class _Tally:
+    """Counts that span turns: empty turns and steers, reasoning-only attempts and nudges,
+    rescues and retry requests left."""
+
+    __slots__ = ("empty_streak", "steers", "stall_streak", "nudges", "rescues", "retry_left")
+
+    def __init__(self) -> None:
+        self.empty_streak = self.steers = self.stall_streak = self.nudges = 0
+        self.rescues = self.retry_left = 0
+
+
 class Session:
-    """The state machine of one agent conversation (spec §0; seeds 001, 002, 003).
+    """The state machine of one agent conversation (spec §0, §3, §5.2).
 
     Parameters
     ----------
@@ -293,7 +452,7 @@ class Session:
     config : SessionConfig | None
         ``None`` = ``SessionConfig()``.
     clock : callable returning seconds, optional
-        Time source of the new guard (② stall, ③ strike window); default
+        Time source of the new guard (``stalled``, the ``strikes`` window); default
         ``time.monotonic``.  Only without ``guard``.
 
     Raises
@@ -310,22 +469,39 @@ class Session:
     Not thread-safe (one session per conversation).  Memory per session:
     the current attempt's detectors (bounded by the text config), at most
     :data:`MAX_ATTEMPT_CHARS` code points of the attempt's text and
-    :data:`MAX_ATTEMPT_CALLS` tool-call references for D1', and
+    :data:`MAX_ATTEMPT_CALLS` tool-call references for the replay rule, and
     :data:`LANG_SAMPLE_CHARS` per channel of the turn's start for language
-    picking; see :attr:`retained_chars`.
+    picking; see :attr:`retained_chars`.  :attr:`state` is the lifecycle
+    (:class:`SessionState`).
 
     Examples
     --------
     >>> s = Session("demo")
     >>> s.start_turn()
+    >>> s.state
+    <SessionState.TURN: 'turn'>
     >>> verdicts = [s.feed("Wait, let me recheck the sum. ", "reasoning") for _ in range(40)]
-    >>> next(v for v in verdicts if v.stop).action, verdicts[-1].detection.kind
-    ('cut', 'cycle')
+    >>> next(v for v in verdicts if v.stop).action, verdicts[-1].detection.kind, s.state.value
+    ('cut', 'cycle', 'stopped')
     >>> s.end_attempt().action
     'cut'
     >>> s.tool_call("grep", {"pattern": "x", "path": "src"}).action
     'allow'
     """
+
+    __slots__ = (
+        "_attempt",
+        "_clock",
+        "_guard",
+        "_live",
+        "_progress_noted",
+        "_sid",
+        "_state",
+        "_tally",
+        "_turn",
+        "config",
+        "text_config",
+    )
 
     def __init__(
         self,
@@ -337,75 +513,43 @@ class Session:
         config: SessionConfig | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        if text_config is None:
-            text_config = TextConfig()
-        elif isinstance(text_config, str):
-            text_config = TextConfig(text_config)
-        elif not isinstance(text_config, TextConfig):
-            raise TypeError(
-                f"text_config must be a TextConfig, a profile name or None, not {type(text_config).__name__}"
-            )
-        if config is None:
-            config = SessionConfig()
-        elif not isinstance(config, SessionConfig):
-            raise TypeError(f"config must be a SessionConfig or None, not {type(config).__name__}")
-        if guard is None:
-            if guard_config is not None and not isinstance(guard_config, (ToolGuardConfig, Mapping)):
-                raise TypeError(
-                    f"guard_config must be a ToolGuardConfig, a mapping or None, not {type(guard_config).__name__}"
-                )
-            guard = ToolGuard(guard_config, clock=time.monotonic if clock is None else clock)
-        elif not isinstance(guard, ToolGuard):
-            raise TypeError(f"guard must be a ToolGuard or None, not {type(guard).__name__}")
-        elif guard_config is not None or clock is not None:
-            raise ValueError("pass either guard or guard_config/clock, not both")
         self._sid = session_id
-        self._guard = guard
-        self.text_config: TextConfig = text_config
-        self.config: SessionConfig = config
-        self._disposed = False
+        self.text_config: TextConfig = _text_config(text_config)
+        self.config: SessionConfig = _session_config(config)
+        self._guard = _tool_guard(guard, guard_config, clock)
+        self._clock = self._guard.clock
+        self._state = _IDLE
         self._forget()
 
     def __repr__(self) -> str:
-        return f"Session({self._sid!r}, turn={self._turn}, attempt={self._attempt})"
+        return f"Session({self._sid!r}, turn={self._turn.number}, attempt={self._attempt.number})"
 
     # ---------------------------------------------------------------- state
 
     def _forget(self) -> None:
         """Reset every counter and buffer of this session (not the guard)."""
-        self._turn = 0
-        self._attempt = 0
-        self._turn_open = False
-        self._empty_streak = 0
-        self._steers = 0
-        self._turn_reasoning = 0
-        self._turn_text = False
-        self._samples: dict[str, str] = {}
-        self._stall_streak = 0  # seed 003: reasoning-only attempts in a row
-        self._nudges = 0
-        self._live_stream: Any = None  # the StreamGuard feeding this session (loopguard.stream)
-        self._rescues = 0  # seed 003: consecutive rescues (loopguard.stream)
+        self._turn = _Turn(0)
+        self._attempt = _Attempt(0)
+        self._tally = _Tally()
+        self._live: Any = None  # the StreamGuard feeding this session (loopguard.stream)
         self._progress_noted = float("-inf")  # the guard's clock at the last progress note from feed()
-        self._retry_left = 0  # requests that still use the retry settings
-        self._attempt_open = False
-        self._detectors: dict[str, TextLoopDetector] = {}
-        self._detections: list[Detection] = []
-        self._noticed: dict[str, Detection] = {}  # per channel: the weak episode last noticed
-        self._stopped: Verdict | None = None
-        self._clear_buffers()
 
-    def _clear_buffers(self) -> None:
-        self._attempt_reasoning = 0  # code points of reasoning in the open attempt
-        self._attempt_text = False  # the open attempt wrote answer text
-        self._attempt_calls = 0
-        self._chunks: dict[str, list[str]] = {"reasoning": [], "text": []}
-        self._kept = 0  # code points in _chunks
-        self._calls: list[tuple[str, Any]] = []
-        self._overflow = False
+    def _move(self, to: SessionState) -> None:
+        """The one place the lifecycle state changes; refuses a move :data:`_MOVES` does not allow."""
+        if to not in _MOVES[self._state]:
+            if self._state is _DISPOSED:
+                raise RuntimeError("session disposed")
+            raise RuntimeError(f"session {self._sid!r}: no move from {self._state.value} to {to.value}")
+        self._state = to
 
     def _alive(self) -> None:
-        if self._disposed:
+        if self._state is _DISPOSED:
             raise RuntimeError("session disposed")
+
+    @property
+    def state(self) -> SessionState:
+        """The lifecycle state (:class:`SessionState`)."""
+        return self._state
 
     @property
     def session_id(self) -> Any:
@@ -420,26 +564,54 @@ class Session:
     @property
     def detections(self) -> list[Detection]:
         """Text detections of the current (or last ended) attempt, in order (a copy)."""
-        return list(self._detections)
+        return list(self._attempt.detections)
 
     @property
     def turn(self) -> int:
         """Turns started in this session (explicitly or implicitly); 0 before the first."""
-        return self._turn
+        return self._turn.number
 
     @property
     def attempt(self) -> int:
         """Attempts started in the current turn; 0 before the first."""
-        return self._attempt
+        return self._attempt.number
 
     @property
     def retained_chars(self) -> int:
         """Code points of caller text this session holds: the current attempt's
-        text kept for D1' (``<= MAX_ATTEMPT_CHARS``, 0 once the attempt ended or
+        text kept for the replay rule (``<= MAX_ATTEMPT_CHARS``, 0 once the attempt ended or
         overflowed) plus the language samples (``<= LANG_SAMPLE_CHARS`` per
         channel).  The detectors' own windows are bounded by the text config
         and not counted here."""
-        return self._kept + sum(len(s) for s in self._samples.values())
+        record, samples = self._attempt.record, self._turn.samples
+        pending = {lane.channel: sum(map(len, lane.pending)) for lane in self._attempt.lanes.values()}
+        total = sum(pending.values())
+        kept = 0 if record.overflowed or record.kept + total > MAX_ATTEMPT_CHARS else record.kept + total
+        sampled = sum(
+            min(LANG_SAMPLE_CHARS, len(samples.get(channel, "")) + pending.get(channel, 0)) for channel in CHANNELS
+        )
+        return kept + sampled
+
+    # ------------------------------------------------------------- streams
+
+    @property
+    def live_stream(self) -> Any:
+        """The :class:`~loopguard.StreamGuard` feeding this session now, else ``None``."""
+        return self._live
+
+    def attach_stream(self, stream: Any) -> Any:
+        """Make ``stream`` (a :class:`~loopguard.StreamGuard`) the one feeding this session.
+
+        Returns the stream it replaces (``None`` when none was attached); the caller decides
+        what the older one does (a :class:`~loopguard.StreamGuard` stops feeding).
+        """
+        previous, self._live = self._live, stream
+        return previous
+
+    def detach_stream(self, stream: Any) -> None:
+        """``stream`` ended: it no longer feeds this session (nothing when another one does)."""
+        if self._live is stream:
+            self._live = None
 
     # ---------------------------------------------------------------- turns
 
@@ -447,9 +619,9 @@ class Session:
         """A new user message: a new turn (spec §0).
 
         An open attempt is ended first (as :meth:`end_attempt`); an open turn
-        is abandoned without a ⑤ judgement.  The guard's state (D1 counts,
-        locks, strikes, replay mode) is kept: seed 001 does not clear counts on
-        new user messages.
+        is abandoned without an ``empty_turn`` judgement.  The guard's state (``repeat``
+        counts, locks, strikes, replay mode) is kept: counts are not cleared by new user
+        messages.  The rescue count and retry requests start again.
 
         Raises
         ------
@@ -457,22 +629,19 @@ class Session:
             after :meth:`dispose`.
         """
         self._alive()
-        if self._attempt_open:
+        if self._state is _ATTEMPT or self._state is _STOPPED:
             self._implicit_end("start_turn")
-        self._turn += 1
-        self._turn_open = True
-        self._attempt = 0
-        self._rescues = self._retry_left = 0  # a new user message: the rescue budget starts again
-        self._turn_reasoning = 0
-        self._turn_text = False
-        self._samples = {}
+        self._move(_TURN)
+        self._turn = _Turn(self._turn.number + 1)
+        self._attempt.number = 0
+        self._tally.rescues = self._tally.retry_left = 0  # a new user message: the rescue budget starts again
 
     def start_attempt(self) -> None:
         """A new model request (a step or a retry) of the current turn.
 
         Starts a turn if none is open, ends an open attempt first (as
         :meth:`end_attempt`), then gives the attempt fresh text detectors and
-        empty D1' buffers.  A progress event (② stall).
+        an empty recorder.  A progress event (``stalled``).
 
         Raises
         ------
@@ -480,17 +649,12 @@ class Session:
             after :meth:`dispose`.
         """
         self._alive()
-        if self._attempt_open:
+        if self._state is _ATTEMPT or self._state is _STOPPED:
             self._implicit_end("start_attempt")
-        if not self._turn_open:
+        if self._state is _IDLE:
             self.start_turn()
-        self._attempt += 1
-        self._attempt_open = True
-        self._detectors = {}
-        self._detections = []
-        self._noticed = {}
-        self._stopped = None
-        self._clear_buffers()
+        self._move(_ATTEMPT)
+        self._attempt = _Attempt(self._attempt.number + 1)
         self._guard.note_progress(self._sid)
 
     def _implicit_end(self, by: str) -> None:
@@ -515,107 +679,148 @@ class Session:
         Returns
         -------
         Verdict
-            ``cut`` (kind ``"text_loop"``, with the acting
-            :class:`~loopguard.Detection`) when the attempt's detectors call
-            for action; ``cancel`` (kind ``"strikes"``) when that text loop's
-            ③ strike completes ``strikes_before_cancel``; once stopped, the
-            attempt's stop verdict again on every further delta.  Otherwise
-            ``allow`` (kind ``"text_loop"`` and the detection when a detector
-            reported without calling for action yet, e.g. a first E/L/S hit).
+            ``cut`` (kind ``"text_loop"``, with the acting :class:`~loopguard.Detection`) when
+            the attempt's detectors call for action; ``cancel`` (kind ``"strikes"``) when that
+            text loop's strike completes ``strikes_before_cancel``; once stopped, the same stop
+            verdict on every further delta.  ``notice`` (kind ``"text_loop"``) once per weak
+            ``near_cycle`` episode that held ``text_notice_checkpoints`` checkpoints.  Else ``allow``
+            (kind ``"text_loop"`` and the detection when a detector reported, not yet acting).
 
         Raises
         ------
-        TypeError
-            when ``delta`` is not a ``str`` (nothing is recorded).
-        ValueError
-            for a channel other than ``"reasoning"`` / ``"text"`` (nothing is
-            recorded).
-        RuntimeError
-            after :meth:`dispose`.
+        TypeError, ValueError
+            for a ``delta`` that is not a ``str``, a channel other than ``"reasoning"`` /
+            ``"text"`` (nothing is recorded); ``RuntimeError`` after :meth:`dispose`.
 
         Starts an attempt (and a turn) if none is open.  A progress event.
         """
+        if self._state is _ATTEMPT and delta.__class__ is str and channel.__class__ is str:
+            lane = self._attempt.lanes.get(channel)
+            if lane is not None:  # the common case: an open attempt's known channel
+                now = self._clock()
+                if now - self._progress_noted >= 1.0:  # stalled counts minutes: one note a second is plenty
+                    self._progress_noted = now
+                    self._guard.note_progress(self._sid)
+                lane.pending.append(delta)
+                fed = lane.fed = lane.fed + len(delta)
+                if fed < lane.limit:
+                    return _ALLOW  # no checkpoint can have passed: the verdict cannot have changed
+                return self._flush(lane)
+        return self._feed(delta, channel)
+
+    def _feed(self, delta: Any, channel: Any) -> Verdict:
+        """:meth:`feed` outside its fast path (arguments checked, an attempt opened, a
+        stopped attempt, a channel's first delta)."""
+        state = self._state
+        if (
+            state is not _ATTEMPT
+            or delta.__class__ is not str
+            or channel.__class__ is not str
+            or channel not in CHANNELS
+        ):
+            channel = self._open_for(delta, channel)
+            state = self._state
+        now = self._clock()
+        if now - self._progress_noted >= 1.0:
+            self._progress_noted = now
+            self._guard.note_progress(self._sid)
+        attempt = self._attempt
+        if state is _STOPPED:  # nothing is pending once stopped: the stop came at a flush
+            self._keep(attempt, channel, delta)
+            return attempt.stopped  # type: ignore[return-value]
+        lane = attempt.lanes.get(channel)
+        if lane is None:
+            lane = attempt.lanes[channel] = _Lane(TextLoopDetector(self.text_config), channel)
+        lane.pending.append(delta)
+        lane.fed += len(delta)
+        if lane.fed < lane.limit:
+            return _ALLOW
+        return self._flush(lane)
+
+    def _keep(self, attempt: _Attempt, channel: str, text: str) -> None:
+        """Record ``text`` for the replay rule and the language sample."""
+        if not attempt.record.add(channel, text):
+            self._overflowed("text")
+        if channel in self._turn.sampling:
+            self._turn.sample(channel, text)
+
+    def _flush(self, lane: _Lane) -> Verdict:
+        """Give the lane's pending deltas to the recorder, the sample and the detector as one
+        string (identical detections: the detectors do not depend on the chunking), then judge
+        when that revealed a detection or passed a checkpoint."""
+        attempt, channel = self._attempt, lane.channel
+        text = lane.take()
+        self._keep(attempt, channel, text)
+        try:
+            found = lane.detector.feed(text, channel)
+            if found:
+                attempt.detections += found
+                lane.quiet = False
+                if lane.fed >= lane.due:
+                    lane.checkpoint()
+            elif lane.fed < lane.due or not lane.checkpoint() or lane.quiet:
+                return _ALLOW  # no detection, and no checkpoint or no detector ever held: nothing changed
+        finally:
+            lane.limit = min(lane.due, lane.fed + _PENDING_CHARS)
+        return self._judge(lane, channel, found)
+
+    def _flush_all(self) -> None:
+        """Feed every lane's pending deltas (before the attempt's last checkpoint); none can
+        pass a checkpoint, so nothing is judged."""
+        for lane in self._attempt.lanes.values():
+            if lane.pending:
+                self._flush(lane)
+
+    def _open_for(self, delta: Any, channel: Any) -> str:
+        """:meth:`feed` outside its fast path: check the arguments, open an attempt if none is."""
         self._alive()
         if not isinstance(delta, str):
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
-        channel = _check_channel(channel)
-        if not self._attempt_open:
+        checked = _check_channel(channel)
+        if self._state is _IDLE or self._state is _TURN:
             self.start_attempt()
-        now = self._guard.clock()
-        if now - self._progress_noted >= 1.0:  # ② counts minutes: one note a second is plenty
-            self._progress_noted = now
-            self._guard.note_progress(self._sid)
-        self._record_text(delta, channel)
-        if self._stopped is not None:
-            return self._stopped
-        detector = self._detectors.get(channel)
-        if detector is None:
-            detector = self._detectors[channel] = TextLoopDetector(self.text_config)
-        found = detector.feed(delta, channel)
-        if found:
-            self._detections += found
-        return self._judge(detector, channel, found)
+        return checked
 
-    def _record_text(self, delta: str, channel: str) -> None:
-        n = len(delta)
-        if channel == "reasoning":
-            self._turn_reasoning += n
-            self._attempt_reasoning += n
-        elif n and not self._attempt_text and not delta.isspace():
-            self._turn_text = self._attempt_text = True
-        sample = self._samples.get(channel, "")
-        if len(sample) < LANG_SAMPLE_CHARS and n:
-            self._samples[channel] = sample + delta[: LANG_SAMPLE_CHARS - len(sample)]
-        if self._overflow or not n:
-            return
-        if self._kept + n > MAX_ATTEMPT_CHARS:
-            self._overflow_now("text")
-            return
-        parts = self._chunks[channel]
-        parts.append(delta)
-        if len(parts) >= 512:  # one string per 512 deltas keeps memory near 1 byte per character
-            parts[:] = ["".join(parts)]
-        self._kept += n
-
-    def _overflow_now(self, what: str) -> None:
+    def _overflowed(self, what: str) -> None:
         logger.info(
-            "session %r: attempt %d/%d exceeds the D1' bound (%s); not a replay candidate",
+            "session %r: attempt %d/%d exceeds the replay bound (%s); not a replay candidate",
             self._sid,
-            self._turn,
-            self._attempt,
+            self._turn.number,
+            self._attempt.number,
             what,
         )
-        self._chunks = {"reasoning": [], "text": []}
-        self._calls = []
-        self._kept = 0
-        self._overflow = True
 
-    def _judge(self, detector: TextLoopDetector, channel: str, found: list[Detection]) -> Verdict:
+    def _judge(self, lane: _Lane, channel: str, found: list[Detection]) -> Verdict:
+        detector = lane.detector
         if not detector.action_required(channel):
             weak = detector.weak_episode(channel)
             if (
                 weak is not None
-                and weak is not self._noticed.get(channel)
+                and weak is not self._attempt.noticed.get(channel)
                 and detector.weak_checkpoints(channel) >= self.config.text_notice_checkpoints
             ):
-                self._noticed[channel] = weak  # one notice per weak episode
+                self._attempt.noticed[channel] = weak  # one notice per weak episode
                 return self._notice(weak, channel)
             if not found:
                 return _ALLOW
             return Verdict("allow", "text_loop", detection=found[-1])
-        candidates = [d for d in found if d.channel == channel] or [d for d in self._detections if d.channel == channel]
+        candidates = [d for d in found if d.channel == channel] or [
+            d for d in self._attempt.detections if d.channel == channel
+        ]
         acting = next(
             (d for d in candidates if d.kind in _RESCUE_KINDS and d.strong), candidates[-1] if candidates else None
         )
-        return self._stop(acting, channel)
+        return self._stop(acting, lane, channel)
+
+    def _language(self, channel: str) -> str:
+        return messages.pick_language(self._guard.config.language, self._turn.samples.get(channel, ""))
 
     def _notice(self, detection: Detection, channel: str) -> Verdict:
         """A weak detection (spec §2.7): go on, tell the model; a strong one of the same loop cuts."""
-        lang = messages.pick_language(self._guard.config.language, self._samples.get(channel, ""))
         en, zh = _CHANNEL_NAMES[channel]
         reason = messages.render(
             "text_loop_notice",
-            lang,
+            self._language(channel),
             channel=en,
             channel_zh=zh,
             kind=detection.kind,
@@ -628,35 +833,24 @@ class Session:
             detection.kind,
             channel,
             detection.position,
-            self._turn,
-            self._attempt,
+            self._turn.number,
+            self._attempt.number,
         )
-        return Verdict(
-            "notice",
-            "text_loop",
-            reason,
-            detection,
-            evidence={
-                "channel": channel,
-                "position": detection.position,
-                "cut": detection.cut,
-                "strength": detection.strength,
-            },
-        )
+        evidence = {"channel": channel, "position": detection.position, "cut": detection.cut}
+        return Verdict("notice", "text_loop", reason, detection, evidence={**evidence, "strength": detection.strength})
 
-    def _stop(self, detection: Detection | None, channel: str) -> Verdict:
-        lang = messages.pick_language(self._guard.config.language, self._samples.get(channel, ""))
+    def _stop(self, detection: Detection | None, lane: _Lane, channel: str) -> Verdict:
+        """The attempt's stop verdict (``cut``, or ``cancel`` when its strike completes the strikes).
+
+        The other channel's pending deltas came before the stop: they are fed first (a stopped
+        attempt records later deltas directly, after them)."""
+        self._flush_all()
         en, zh = _CHANNEL_NAMES[channel]
-        position = detection.position if detection is not None else self._detectors[channel].length(channel)
+        position = detection.position if detection is not None else lane.detector.length(channel)
         cut = detection.cut if detection is not None else position
+        kind = detection.kind if detection is not None else "text"
         reason = messages.render(
-            "text_loop",
-            lang,
-            channel=en,
-            channel_zh=zh,
-            kind=detection.kind if detection is not None else "text",
-            position=position,
-            cut=cut,
+            "text_loop", self._language(channel), channel=en, channel_zh=zh, kind=kind, position=position, cut=cut
         )
         evidence: dict[str, Any] = {"channel": channel, "position": position, "cut": cut}
         logger.warning(
@@ -666,41 +860,40 @@ class Session:
             channel,
             position,
             cut,
-            self._turn,
-            self._attempt,
+            self._turn.number,
+            self._attempt.number,
         )
         verdict = Verdict("cut", "text_loop", reason, detection, evidence=evidence)
         if self.config.text_strikes:
             strike = self._guard.strike(self._sid, "text_loop")
             if strike is not None and strike.action == "cancel":
+                merged = {**evidence, **strike.evidence}
                 verdict = Verdict(
-                    "cancel",
-                    strike.kind,
-                    reason + "\n" + strike.text,
-                    detection,
-                    (strike,),
-                    evidence={**evidence, **strike.evidence},
+                    "cancel", strike.kind, reason + "\n" + strike.text, detection, (strike,), evidence=merged
                 )
-        self._stopped = verdict
+        self._attempt.stopped = verdict
+        if self._state is _ATTEMPT:
+            self._move(_STOPPED)
         return verdict
 
     def end_attempt(self) -> Verdict:
         """The model request ended: run the detectors' last checkpoint and record
-        the attempt for D1' (seed 001 ``agent/assistant-stream``).
+        the attempt for the replay rule.
 
         Returns
         -------
         Verdict
             The attempt's stop verdict (``cut``/``cancel``, from :meth:`feed`
             or from the final checkpoint, which counts like a checkpoint in
-            :meth:`feed`); else ``allow`` with ``kind="replay"`` when this
-            attempt switched on D1' replay mode (its signature equals the
-            previous attempt's: the D1 limit is now 1); else ``allow``.
+            :meth:`feed`); else ``notice`` with ``kind="stall_nudge"`` (see
+            :class:`SessionConfig`); else ``allow`` with ``kind="replay"`` when this
+            attempt switched on replay mode (its signature equals the
+            previous attempt's: the ``repeat`` limit is now 1); else ``allow``.
             ``allow`` when no attempt is open.
 
         An attempt whose text exceeded :data:`MAX_ATTEMPT_CHARS` or whose calls
         exceeded :data:`MAX_ATTEMPT_CALLS` is never treated as a replay.  A
-        progress event.
+        progress event.  Moves ``ATTEMPT`` / ``STOPPED`` to ``TURN``.
 
         Raises
         ------
@@ -708,76 +901,81 @@ class Session:
             after :meth:`dispose`.
         """
         self._alive()
-        if not self._attempt_open:
+        if self._state is not _ATTEMPT and self._state is not _STOPPED:
             return _ALLOW
-        self._attempt_open = False
-        for channel, detector in self._detectors.items():
-            found = detector.finish()
-            if found:
-                self._detections += found
-            if self._stopped is None:
-                verdict = self._judge(detector, channel, found)
-                if verdict.stop:
-                    self._stopped = verdict
-        if self._overflow:
-            replay = self._guard.observe_attempt(
-                self._sid, reasoning=f"\x00loopguard: unbounded attempt {next(_SERIAL)}"
-            )
-        else:
-            replay = self._guard.observe_attempt(
-                self._sid,
-                reasoning="".join(self._chunks["reasoning"]),
-                text="".join(self._chunks["text"]),
-                tool_calls=self._calls,
-            )
-        nudge = self._stall_nudge()
-        self._clear_buffers()
+        self._flush_all()
+        attempt = self._attempt
+        self._finish_detectors(attempt)
+        self._move(_TURN)
+        self._turn.add(attempt.record)
+        replay = self._observe(attempt.record)
+        nudge = self._stall_nudge(attempt.record)
+        attempt.record = AttemptRecorder(MAX_ATTEMPT_CHARS, MAX_ATTEMPT_CALLS)
         self._guard.note_progress(self._sid)
-        if self._stopped is not None:
-            return self._stopped
+        if attempt.stopped is not None:
+            return attempt.stopped
         if nudge is not None:
             return nudge
         if replay:
-            logger.info("session %r: D1' replay mode (turn %d, attempt %d)", self._sid, self._turn, self._attempt)
+            logger.info("session %r: replay mode (turn %d, attempt %d)", self._sid, self._turn.number, attempt.number)
             return Verdict("allow", "replay", evidence={"replay": True})
         return _ALLOW
 
-    def _stall_nudge(self) -> Verdict | None:
-        """Seed 003 stall nudge, judged at the end of an attempt."""
-        cfg = self.config
+    def _finish_detectors(self, attempt: _Attempt) -> None:
+        """The detectors' last checkpoint; it can still stop the attempt."""
+        for channel, lane in attempt.lanes.items():
+            found = lane.detector.finish()
+            if found:
+                attempt.detections += found
+            if attempt.stopped is None:
+                verdict = self._judge(lane, channel, found)
+                if verdict.stop:
+                    attempt.stopped = verdict
+
+    def _observe(self, record: AttemptRecorder) -> bool:
+        """Hand the attempt to :meth:`ToolGuard.observe_attempt` (the replay rule)."""
+        if record.overflowed:
+            unique = f"\x00loopguard: unbounded attempt {next(_SERIAL)}"
+            return self._guard.observe_attempt(self._sid, reasoning=unique)
+        return self._guard.observe_attempt(
+            self._sid, reasoning=record.text("reasoning"), text=record.text("text"), tool_calls=record.calls
+        )
+
+    def _stall_nudge(self, record: AttemptRecorder) -> Verdict | None:
+        """The stall nudge, judged at the end of an attempt."""
+        cfg, tally = self.config, self._tally
         if cfg.stall_calls == 0:
             return None
-        if self._attempt_text or self._attempt_calls or self._attempt_reasoning < cfg.stall_min_reasoning_chars:
-            self._stall_streak = 0
+        if record.wrote_text or record.call_count or record.reasoning_chars < cfg.stall_min_reasoning_chars:
+            tally.stall_streak = 0
             return None
-        self._stall_streak += 1
-        if self._stall_streak != cfg.stall_calls:
+        tally.stall_streak += 1
+        if tally.stall_streak != cfg.stall_calls:
             return None  # one nudge per run of reasoning-only attempts
-        if self._nudges >= cfg.stall_nudge_max:
+        if tally.nudges >= cfg.stall_nudge_max:
             logger.warning(
                 "session %r: %d reasoning-only attempts in a row; nudge cap %d reached",
                 self._sid,
-                self._stall_streak,
+                tally.stall_streak,
                 cfg.stall_nudge_max,
             )
             return None
-        self._nudges += 1
-        lang = messages.pick_language(self._guard.config.language, self._samples.get("reasoning", ""))
+        tally.nudges += 1
         logger.warning(
             "session %r: %d reasoning-only attempts in a row: nudge %d of %d",
             self._sid,
-            self._stall_streak,
-            self._nudges,
+            tally.stall_streak,
+            tally.nudges,
             cfg.stall_nudge_max,
         )
         return Verdict(
             "notice",
             "stall_nudge",
-            messages.render("stall_nudge", lang, count=self._stall_streak),
+            messages.render("stall_nudge", self._language("reasoning"), count=tally.stall_streak),
             evidence={
-                "attempts": self._stall_streak,
-                "nudges": self._nudges,
-                "reasoning_chars": self._attempt_reasoning,
+                "attempts": tally.stall_streak,
+                "nudges": tally.nudges,
+                "reasoning_chars": record.reasoning_chars,
             },
         )
 
@@ -785,25 +983,29 @@ class Session:
 
     @property
     def consecutive_rescues(self) -> int:
-        """Rescues in a row (seed 003 ``maxConsecutiveRescues``); a normal completion resets it."""
-        return self._rescues
+        """Rescues in a row (``max_consecutive_rescues`` counts these); a normal completion resets it."""
+        return self._tally.rescues
 
     @property
     def retry_requests_left(self) -> int:
-        """Requests that still use the retry settings after a rescue (seed 003 ``retryRequests``)."""
-        return self._retry_left
+        """Requests that still use the retry settings after a rescue (``retry_requests``)."""
+        return self._tally.retry_left
 
-    def _record_rescue(self, retry_requests: int) -> None:
-        self._rescues += 1
-        self._retry_left = retry_requests
+    def record_rescue(self, retry_requests: int) -> None:
+        """A stream of this session was cut and will be resumed: one more rescue in a row, and
+        the next ``retry_requests`` requests use the retry settings (:meth:`take_retry`)."""
+        self._tally.rescues += 1
+        self._tally.retry_left = retry_requests
 
-    def _record_completion(self) -> None:
-        self._rescues = 0
+    def record_completion(self) -> None:
+        """A stream of this session completed normally: the rescues in a row start again at 0."""
+        self._tally.rescues = 0
 
-    def _take_retry(self) -> bool:
-        """Whether the next request uses the retry settings (counts it)."""
-        if self._retry_left > 0:
-            self._retry_left -= 1
+    def take_retry(self) -> bool:
+        """Whether the next request uses the retry settings; counts it (one of
+        :attr:`retry_requests_left`).  ``False`` when none is left."""
+        if self._tally.retry_left > 0:
+            self._tally.retry_left -= 1
             return True
         return False
 
@@ -812,19 +1014,20 @@ class Session:
     def note_tool_call(self, tool: str, args: Any) -> None:
         """A tool call the model *streamed* in the open attempt (complete, not yet run).
 
-        It becomes part of the attempt's D1' signature and counts as a call
+        It becomes part of the attempt's replay signature and counts as a call
         for the stall nudge; the guard decides about it when the host is about
         to run it (:meth:`tool_call`).  Does nothing when no attempt is open.
+
+        Raises
+        ------
+        RuntimeError
+            after :meth:`dispose`.
         """
         self._alive()
-        if not self._attempt_open:
+        if self._state is not _ATTEMPT and self._state is not _STOPPED:
             return
-        self._attempt_calls += 1
-        if not self._overflow:
-            if len(self._calls) >= MAX_ATTEMPT_CALLS:
-                self._overflow_now("tool calls")
-            else:
-                self._calls.append((tool, args))
+        if not self._attempt.record.add_call((tool, args)):
+            self._overflowed("tool calls")
 
     def tool_call(self, tool: str, args: Any, *, call_id: Hashable | None = None) -> Verdict:
         """A tool call requested by the model, before it runs (:meth:`ToolGuard.before_call`).
@@ -853,7 +1056,7 @@ class Session:
 
         Tools usually run after the model's request ended: the call belongs to
         the last attempt and does not start a new one.  While an attempt is
-        open the call is part of its D1' signature (unless the stream already
+        open the call is part of its replay signature (unless the stream already
         reported it with :meth:`note_tool_call`), whatever the decision.  A
         progress event.
         """
@@ -861,7 +1064,7 @@ class Session:
         if not isinstance(tool, str) or not tool:
             raise TypeError(f"tool must be a non-empty str, not {type(tool).__name__}")
         decision = self._guard.before_call(self._sid, tool, args, call_id=call_id)
-        if self._attempt_open and (tool, args) not in self._calls:
+        if (self._state is _ATTEMPT or self._state is _STOPPED) and (tool, args) not in self._attempt.record.calls:
             self.note_tool_call(tool, args)
         return Verdict(
             decision.action, decision.kind, decision.reason, decision=decision, evidence=dict(decision.evidence)
@@ -884,8 +1087,8 @@ class Session:
         Returns
         -------
         Verdict
-            ``cancel`` when an intervention cancels (I5, ③), ``notice`` when
-            there are interventions, else ``allow``; ``kind`` of the first
+            ``cancel`` when an intervention cancels (``circuit_breaker``, ``strikes``),
+            ``notice`` when there are interventions, else ``allow``; ``kind`` of the first
             cancelling (else the first) intervention, ``reason`` = their texts
             joined by newlines, ``interventions`` attached.
 
@@ -909,17 +1112,17 @@ class Session:
             action, head.kind, "\n".join(i.text for i in out), interventions=out, evidence=dict(head.evidence)
         )
 
-    # ------------------------------------------------------ ② stall, ⑤ turns
+    # ------------------------------------------------------ stall, empty turns
 
     def check_stall(self) -> Verdict:
-        """② stall on the guard's clock (:meth:`ToolGuard.check_stall`; seed 002).
+        """The ``stalled`` rule on the guard's clock (:meth:`ToolGuard.check_stall`).
 
         Returns
         -------
         Verdict
             ``notice`` with ``kind="stalled"`` after ``stall_minutes`` without a
             progress event (``stall_minutes_with_tool`` while a tool call is
-            pending), once per stall; ``cancel`` when that ③ strike completes
+            pending), once per stall; ``cancel`` when that strike completes
             ``strikes_before_cancel``; else ``allow``.  Call it from a timer.
 
         Raises
@@ -934,7 +1137,7 @@ class Session:
         return Verdict(found.action, found.kind, found.text, interventions=(found,), evidence=dict(found.evidence))
 
     def end_turn(self) -> Verdict:
-        """The turn ended with the agent's final answer: ⑤ empty turn (seed 002, spec §3).
+        """The turn ended with the agent's final answer: the ``empty_turn`` rule (spec §3).
 
         The turn is empty when its attempts streamed reasoning (at least one
         code point) and no answer text with a non-whitespace character; tool
@@ -954,7 +1157,7 @@ class Session:
             otherwise, and when no turn is open (after :meth:`cancel` or a
             second :meth:`end_turn`).
 
-        An open attempt is ended first (as :meth:`end_attempt`).
+        An open attempt is ended first (as :meth:`end_attempt`).  Moves to ``IDLE``.
 
         Raises
         ------
@@ -962,66 +1165,71 @@ class Session:
             after :meth:`dispose`.
         """
         self._alive()
-        if self._attempt_open:
+        if self._state is _ATTEMPT or self._state is _STOPPED:
             self._implicit_end("end_turn")
-        if not self._turn_open:
+        if self._state is not _TURN:
             return _ALLOW
-        self._turn_open = False
+        self._move(_IDLE)
         if not self.config.empty_turn_detect:
             return _ALLOW
-        if self._turn_text or self._turn_reasoning == 0:
-            self._empty_streak = 0
+        tally = self._tally
+        if self._turn.wrote_text or self._turn.reasoning == 0:
+            tally.empty_streak = 0
             return _ALLOW
-        self._empty_streak += 1
-        count = self._empty_streak
-        if count < self.config.empty_turn_limit:
+        tally.empty_streak += 1
+        if tally.empty_streak < self.config.empty_turn_limit:
             logger.info(
                 "session %r: empty turn %d (%d in a row, limit %d)",
                 self._sid,
-                self._turn,
-                count,
+                self._turn.number,
+                tally.empty_streak,
                 self.config.empty_turn_limit,
             )
             return _ALLOW
-        cfg = self.config
-        if cfg.empty_turn_action == "steer" and self._steers < cfg.empty_turn_steer_max:
-            self._steers += 1
-            lang = messages.pick_language(self._guard.config.language, self._samples.get("reasoning", ""))
+        return self._empty_turn(tally.empty_streak)
+
+    def _empty_turn(self, count: int) -> Verdict:
+        """The verdict of an ``empty_turn`` detection: a steer while any is left, else logged."""
+        cfg, tally, turn = self.config, self._tally, self._turn.number
+        if cfg.empty_turn_action == "steer" and tally.steers < cfg.empty_turn_steer_max:
+            tally.steers += 1
             logger.warning(
                 "session %r: empty turn %d (%d in a row): steer %d of %d",
                 self._sid,
-                self._turn,
+                turn,
                 count,
-                self._steers,
+                tally.steers,
                 cfg.empty_turn_steer_max,
             )
             return Verdict(
                 "notice",
                 "empty_turn",
-                messages.render("empty_turn", lang, count=count),
-                evidence={"count": count, "steers": self._steers},
+                messages.render("empty_turn", self._language("reasoning"), count=count),
+                evidence={"count": count, "steers": tally.steers},
             )
         if cfg.empty_turn_action == "steer":
             logger.warning(
                 "session %r: empty turn %d (%d in a row): steer cap %d reached, logged only",
                 self._sid,
-                self._turn,
+                turn,
                 count,
                 cfg.empty_turn_steer_max,
             )
         else:
-            logger.warning("session %r: empty turn %d (%d in a row)", self._sid, self._turn, count)
-        return Verdict("allow", "empty_turn", evidence={"count": count, "steers": self._steers})
+            logger.warning("session %r: empty turn %d (%d in a row)", self._sid, turn, count)
+        return Verdict("allow", "empty_turn", evidence={"count": count, "steers": tally.steers})
 
     def cancel(self, reason: str = "") -> None:
         """The host cancelled the turn (its own decision or a ``cut``/``cancel`` verdict).
 
-        The open attempt is dropped (not recorded for D1'), and the turn ends
-        without a ⑤ judgement (the empty-turn count is left as it was).
-        ``reason`` goes to the log only.
+        The open attempt is dropped (not recorded for the replay rule), and the turn ends
+        without an ``empty_turn`` judgement (the empty-turn count is left as it was).
+        ``reason`` goes to the log only.  Moves to ``IDLE``.
 
         Raises
         ------
+        TypeError
+            when ``reason`` is not a ``str``.
         RuntimeError
             after :meth:`dispose`.
         """
@@ -1031,22 +1239,22 @@ class Session:
         logger.info(
             "session %r: turn %d cancelled by the host%s",
             self._sid,
-            self._turn,
+            self._turn.number,
             f": {redact_secrets(reason)[:200]}" if reason else "",
         )
-        self._guard.cancel_pending(self._sid)  # pending calls will never report: ② uses stall_minutes again
-        self._attempt_open = False
-        self._detectors = {}
-        self._stopped = None
-        self._clear_buffers()
-        self._turn_open = False
+        self._guard.cancel_pending(self._sid)  # pending calls will never report: stalled uses stall_minutes again
+        attempt = self._attempt
+        attempt.lanes = {}
+        attempt.stopped = None
+        attempt.record = AttemptRecorder(MAX_ATTEMPT_CHARS, MAX_ATTEMPT_CALLS)
+        self._move(_IDLE)
 
     # ---------------------------------------------------------------- reset
 
     def reset(self) -> None:
         """Forget this session: its guard state (``guard.reset(session_id)``, other
         sessions of a shared guard are untouched), detectors, turn/attempt
-        counters, the ⑤ count and steers.
+        counters, the empty-turn count and steers, the rescue count.  Moves to ``IDLE``.
 
         Raises
         ------
@@ -1056,11 +1264,46 @@ class Session:
         self._alive()
         self._guard.reset(self._sid)
         self._forget()
+        self._move(_IDLE)
 
     def dispose(self) -> None:
         """:meth:`reset`, then make every further call raise
         ``RuntimeError("session disposed")``.  Calling it twice is harmless."""
-        if self._disposed:
+        if self._state is _DISPOSED:
             return
         self.reset()
-        self._disposed = True
+        self._move(_DISPOSED)
+
+
+def _text_config(value: TextConfig | str | None) -> TextConfig:
+    if value is None:
+        return TextConfig()
+    if isinstance(value, str):
+        return TextConfig(value)
+    if not isinstance(value, TextConfig):
+        raise TypeError(f"text_config must be a TextConfig, a profile name or None, not {type(value).__name__}")
+    return value
+
+
+def _session_config(value: SessionConfig | None) -> SessionConfig:
+    if value is None:
+        return SessionConfig()
+    if not isinstance(value, SessionConfig):
+        raise TypeError(f"config must be a SessionConfig or None, not {type(value).__name__}")
+    return value
+
+
+def _tool_guard(
+    guard: ToolGuard | None, guard_config: ToolGuardConfig | Mapping[str, Any] | None, clock: Callable[[], float] | None
+) -> ToolGuard:
+    if guard is None:
+        if guard_config is not None and not isinstance(guard_config, (ToolGuardConfig, Mapping)):
+            raise TypeError(
+                f"guard_config must be a ToolGuardConfig, a mapping or None, not {type(guard_config).__name__}"
+            )
+        return ToolGuard(guard_config, clock=time.monotonic if clock is None else clock)
+    if not isinstance(guard, ToolGuard):
+        raise TypeError(f"guard must be a ToolGuard or None, not {type(guard).__name__}")
+    if guard_config is not None or clock is not None:
+        raise ValueError("pass either guard or guard_config/clock, not both")
+    return guard

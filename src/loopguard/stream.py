@@ -1,30 +1,35 @@
-"""StreamGuard: cut, prune and rescue one model stream (spec §2.6, §3; seed 003).
+"""StreamGuard: cut, prune and rescue one model stream (docs/spec.md §2.6, §3).
 
 A :class:`StreamGuard` watches one attempt (one model request) of a
 :class:`~loopguard.Session`.  Host adapters (:mod:`loopguard.integrations`)
-turn whatever their SDK streams into five normalised events and ask the
+turn whatever their SDK streams into these normalised events and ask the
 guard what to do after each chunk:
 
 * :meth:`StreamGuard.reasoning` / :meth:`StreamGuard.text` — a delta of a
   channel; fed to the session's text detectors;
 * :meth:`StreamGuard.tool_start` / :meth:`StreamGuard.tool_args` /
   :meth:`StreamGuard.tool_end` — a tool call streamed in pieces, keyed by
-  whatever the format uses (an index, an item id);
+  whatever the format uses (an index, an item id); :meth:`StreamGuard.close_open_calls`
+  when the format says every call is complete; :meth:`StreamGuard.has_tool_call` tells
+  whether a key started one;
+* :meth:`StreamGuard.note_finish_reason` — the upstream's own finish reason;
 * :meth:`StreamGuard.finish` — the stream ended (or :meth:`StreamGuard.fail`
   when the upstream raised).
 
 Each event returns an :class:`Action`: ``CONTINUE``, ``STOP_BEFORE`` (do not
 pass the current chunk on; stop) or ``STOP_AFTER`` (pass it on, then stop).
 
-Policy (``StreamConfig``; seed 003 keys):
+Policy (``StreamConfig``; ``docs/rules.md`` maps these rules to the seed documents):
 
 * ``mode="observe"`` — detections are recorded, nothing is ever stopped or
   altered; ``mode="cut"`` — the stream is stopped at the checkpoint that
-  calls for action (spec §2.6: C/P at their first hit, E/L/S at the
-  ``fuse_hits_before_action``-th) and the loop pruned from the outcome;
+  calls for action (spec §2.6: ``cycle``, ``pool`` and ``salad`` at their first
+  hit, ``near_cycle`` at its first strong detection, the fuse kinds
+  ``exact_tail``, ``lowdiv_tail``, ``lowdiv_sliding`` at their
+  ``fuse_hits_before_action``-th hit) and the loop pruned from the outcome;
   ``mode="rescue"`` (default) — the same, and the outcome says the host
   should resume (:func:`loopguard.integrations.openai.resume_messages`).
-* **Open tool call** (003): while a tool call is open the cut is deferred
+* **Open tool call** (spec §2.6): while a tool call is open the cut is deferred
   until every open call closes (``STOP_AFTER``: the closing chunk is passed
   on and the calls are whole); text and calls that arrive meanwhile are
   passed on and recorded (not analysed).  A stream that ends first is pruned
@@ -39,9 +44,16 @@ Policy (``StreamConfig``; seed 003 keys):
   completion resets the count; past the cap the stream is cut without
   resume and ``outcome.cancelled`` is set (adapters raise
   :class:`LoopGuardCancelled` with ``on_rescue_cap="raise"``).  In rescue
-  mode this cap, not seed 002's ③ strikes, decides when to give up on a
+  mode this cap, not the ``strikes`` rule, decides when to give up on a
   looping stream (each text loop is still a strike for the guard); in cut
   mode a strikes ``cancel`` sets ``outcome.cancelled``.
+
+Lifecycle (:class:`StreamState`, :attr:`StreamGuard.state`)::
+
+    WATCHING --stop verdict, no call open--> STOPPED
+    WATCHING --stop verdict, a call open--> DEFERRED --last open call closes--> STOPPED
+    WATCHING --another stream on the session, or an internal error--> PASSTHROUGH
+    any --finish() / fail()--> FINISHED
 
 The guard never raises from its own logic into the host's stream: an
 internal error is logged and the guard turns itself into a pass-through for
@@ -57,8 +69,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from . import messages
+from .attempts import JOIN_EVERY, AttemptRecorder
 from .errors import ConfigError
-from .session import Session, Verdict
+from .session import _ALLOW, Session, Verdict
 from .text import Detection
 
 __all__ = [
@@ -67,6 +80,7 @@ __all__ = [
     "StreamConfig",
     "StreamGuard",
     "StreamOutcome",
+    "StreamState",
     "StreamToolCall",
     "MODES",
 ]
@@ -90,7 +104,7 @@ class Action(enum.Enum):
 
 @dataclass(frozen=True)
 class StreamConfig:
-    """Stream policy keys of seed 003 (spec §3), validated at construction.
+    """Stream policy keys (spec §3), validated at construction.
 
     Parameters
     ----------
@@ -158,7 +172,7 @@ class StreamConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> StreamConfig:
-        """Build from a mapping; unknown keys → ``ConfigError``; the seed's
+        """Build from a mapping; unknown keys → ``ConfigError``; the seed documents'
         camelCase keys (``maxConsecutiveRescues``) are accepted."""
         import re
 
@@ -177,6 +191,26 @@ class StreamConfig:
             values[name] = value
         return cls(**values)
 
+    @classmethod
+    def coerce(cls, config: StreamConfig | Mapping[str, Any] | None) -> StreamConfig:
+        """``config`` as a :class:`StreamConfig`: ``None`` → the defaults, a mapping →
+        :meth:`from_mapping`, a :class:`StreamConfig` as is.
+
+        Raises
+        ------
+        TypeError
+            for anything else.
+        ConfigError
+            for an invalid mapping.
+        """
+        if config is None:
+            return cls()
+        if isinstance(config, StreamConfig):
+            return config
+        if isinstance(config, Mapping):
+            return cls.from_mapping(config)
+        raise TypeError(f"config must be a StreamConfig, a mapping or None, not {type(config).__name__}")
+
     def replace(self, **changes: Any) -> StreamConfig:
         """A copy with ``changes`` applied (validated)."""
         return replace(self, **changes)
@@ -189,16 +223,6 @@ class StreamConfig:
         if self.retry_reasoning_effort is not None:
             out["reasoning_effort"] = self.retry_reasoning_effort
         return out
-
-
-def _stream_config(config: StreamConfig | Mapping[str, Any] | None) -> StreamConfig:
-    if config is None:
-        return StreamConfig()
-    if isinstance(config, StreamConfig):
-        return config
-    if isinstance(config, Mapping):
-        return StreamConfig.from_mapping(config)
-    raise TypeError(f"config must be a StreamConfig, a mapping or None, not {type(config).__name__}")
 
 
 @dataclass(frozen=True)
@@ -274,7 +298,7 @@ class StreamOutcome:
         The session's verdict at the end of the attempt when it has a kind:
         ``stall_nudge`` (``notice``: add ``notice.reason`` to the
         conversation before the next request), ``replay`` (informational:
-        D1' replay mode is on); else, when nothing stopped the stream, the
+        the ``repeat`` rule's replay mode is on); else, when nothing stopped the stream, the
         first ``text_loop`` notice (a weak detection, spec §2.7: the text may
         be starting to repeat; nothing was cut).
     mode : str
@@ -340,6 +364,37 @@ class LoopGuardCancelled(RuntimeError):
         self.outcome = outcome
 
 
+class StreamState(enum.Enum):
+    """Where a :class:`StreamGuard` is in its stream (:attr:`StreamGuard.state`; spec §2.6, §3).
+
+    ``WATCHING``: deltas go to the session's detectors.  ``PASSTHROUGH``: deltas and calls
+    are recorded but not analysed (another stream took over the session, or the guard's own
+    logic failed: ``outcome.guard_error``); nothing is stopped.  ``DEFERRED``: a cut is
+    decided but waits until every open tool call closes; text and calls that arrive meanwhile
+    are passed on and recorded.  ``STOPPED``: the guard stopped the stream; every further
+    event is ``STOP_BEFORE``.  ``FINISHED``: :meth:`~StreamGuard.finish` or
+    :meth:`~StreamGuard.fail` built the outcome; later events are ignored (``STOP_BEFORE``
+    when the stream was stopped, else ``CONTINUE``).
+    """
+
+    WATCHING = "watching"
+    PASSTHROUGH = "passthrough"
+    DEFERRED = "deferred"
+    STOPPED = "stopped"
+    FINISHED = "finished"
+
+
+_WATCHING, _PASSTHROUGH, _DEFERRED, _STOPPED, _FINISHED = StreamState
+_MOVES: dict[StreamState, frozenset[StreamState]] = {
+    _WATCHING: frozenset({_PASSTHROUGH, _DEFERRED, _STOPPED, _FINISHED}),
+    _PASSTHROUGH: frozenset({_FINISHED}),
+    _DEFERRED: frozenset({_STOPPED, _FINISHED}),
+    _STOPPED: frozenset({_FINISHED}),
+    _FINISHED: frozenset(),
+}
+_CONTINUE, _STOP_BEFORE, _STOP_AFTER = Action.CONTINUE, Action.STOP_BEFORE, Action.STOP_AFTER
+
+
 class _Call:
     __slots__ = ("key", "id", "name", "parts", "open")
 
@@ -350,9 +405,16 @@ class _Call:
         self.parts: list[str] = []
         self.open = True
 
+    def update(self, id: Any, name: Any) -> None:
+        """The first non-empty ``str`` id and name the stream gives are kept."""
+        if isinstance(id, str) and id and self.id is None:
+            self.id = id
+        if isinstance(name, str) and name and not self.name:
+            self.name = name
+
 
 class StreamGuard:
-    """One attempt's stream under a :class:`Session` (spec §2.6, §3; seed 003).
+    """One attempt's stream under a :class:`Session` (spec §2.6, §3).
 
     Parameters
     ----------
@@ -363,69 +425,137 @@ class StreamGuard:
     config : StreamConfig | Mapping | None
         The stream policy.
 
-    Creating the guard starts a new attempt of the session.  Not
+    Raises
+    ------
+    TypeError
+        for a ``session`` that is not a :class:`Session`, or a config of the wrong type.
+    ConfigError
+        for an invalid config mapping.
+
+    Creating the guard starts a new attempt of the session and attaches the guard to it
+    (:meth:`Session.attach_stream`: an older live stream of the session becomes a
+    pass-through).  :attr:`state` is the lifecycle (:class:`StreamState`).  Not
     thread-safe; one guard per stream.
 
     Examples
     --------
     >>> guard = StreamGuard(config=StreamConfig(mode="cut"))
     >>> actions = [guard.reasoning("Let me check the sum again. ") for _ in range(60)]
-    >>> Action.STOP_BEFORE in actions
-    True
+    >>> Action.STOP_BEFORE in actions, guard.state
+    (True, <StreamState.STOPPED: 'stopped'>)
     >>> outcome = guard.finish()
     >>> outcome.stopped, outcome.channel, outcome.detection.kind, outcome.kept_reasoning
     (True, 'reasoning', 'cycle', 'Let me check the sum again. \\n〔588 chars of repeated reasoning removed〕')
     """
+
+    __slots__ = (
+        "_calls",
+        "_error",
+        "_feed",
+        "_finish_reason",
+        "_orphan",
+        "_outcome",
+        "_reasoning_parts",
+        "_record",
+        "_segments",
+        "_state",
+        "_text_notice",
+        "_text_parts",
+        "_verdict",
+        "config",
+        "session",
+    )
 
     def __init__(self, session: Session | None = None, config: StreamConfig | Mapping[str, Any] | None = None) -> None:
         if session is None:
             session = Session()
         elif not isinstance(session, Session):
             raise TypeError(f"session must be a Session or None, not {type(session).__name__}")
-        self.config: StreamConfig = _stream_config(config)
+        self.config: StreamConfig = StreamConfig.coerce(config)
         self.session: Session = session
-        self._texts: dict[str, list[str]] = {"reasoning": [], "text": []}
-        self._calls: dict[Any, _Call] = {}
-        self._order: list[Any] = []
+        self._state = _WATCHING
+        self._record = AttemptRecorder()  # every call, to build the outcome
+        self._reasoning_parts: list[str] = []  # the latest deltas of each channel, whole
+        self._text_parts: list[str] = []
+        self._segments: dict[str, list[str]] = {"reasoning": [], "text": []}  # the earlier ones, joined
+        self._calls: dict[Any, _Call] = {}  # by the format's key (the recorder keeps the order)
         self._verdict: Verdict | None = None  # the stop verdict (acting or, in observe, first)
         self._text_notice: Verdict | None = None  # the first weak text-loop detection's notice
-        self._pending = False  # a cut waits for an open tool call
-        self._stopped = False
         self._outcome: StreamOutcome | None = None
-        self._broken: str | None = None
-        self._finish_reason: str | None = None
+        self._error: str | None = None  # outcome.guard_error
         self._orphan = False  # another stream started on the session: record only
-        previous = session._live_stream
-        if previous is not None and previous._outcome is None:
+        self._finish_reason: str | None = None
+        self._feed = session.feed
+        previous = session.attach_stream(self)
+        if isinstance(previous, StreamGuard) and previous is not self and previous._state is not _FINISHED:
             logger.warning(
                 "a new stream started on session %r while another is live: the older one is no "
                 "longer watched (use one Session per concurrent stream)",
                 session.session_id,
             )
-            previous._orphan = True
-        session._live_stream = self
+            previous._orphaned()
         try:
             session.start_attempt()
         except Exception as exc:
-            self._broken = f"{type(exc).__name__}: {exc}"[:200]
-            logger.error("loopguard could not start the attempt; this stream is not watched", exc_info=True)
+            self._break(exc, "loopguard could not start the attempt; this stream is not watched")
 
-    # ------------------------------------------------------------- helpers
+    # ------------------------------------------------------------- state
 
-    def _safe(self, fn: Any, *args: Any) -> Action:
-        """Run the guard's own logic; an internal error turns the guard into a pass-through
-        (text and tool calls are still recorded, nothing is detected or stopped)."""
-        if self._stopped:
-            return Action.STOP_BEFORE
+    @property
+    def state(self) -> StreamState:
+        """The lifecycle state (:class:`StreamState`)."""
+        return self._state
+
+    def _move(self, to: StreamState) -> None:
+        """The one place the state changes; refuses a move :data:`_MOVES` does not allow."""
+        if to not in _MOVES[self._state]:
+            raise RuntimeError(f"stream guard: no move from {self._state.value} to {to.value}")
+        self._state = to
+
+    def _watched(self) -> bool:
+        """The session is fed (not orphaned, no internal error)."""
+        return self._error is None and not self._orphan
+
+    def _orphaned(self) -> None:
+        self._orphan = True
+        if self._state is _WATCHING:
+            self._move(_PASSTHROUGH)
+
+    def _break(self, exc: BaseException, message: str = "") -> Action:
+        """An internal error: record it; the guard becomes a pass-through (text and tool calls
+        are still recorded, nothing is detected or stopped)."""
+        self._error = f"{type(exc).__name__}: {exc}"[:200]
+        if message:
+            logger.error(message, exc_info=True)
+        else:
+            logger.error(
+                "loopguard stream guard disabled for the rest of this stream: %s", type(exc).__name__, exc_info=True
+            )
+        if self._state is _WATCHING:
+            self._move(_PASSTHROUGH)
+        return _CONTINUE
+
+    def _cut_due(self) -> bool:
+        """The stop condition of a deferred cut: decided, and no tool call is open any more
+        (``DEFERRED`` → ``STOPPED``)."""
+        if self._state is _DEFERRED and not self._open_calls():
+            self._move(_STOPPED)
+            return True
+        return False
+
+    def _event(self, fn: Any, *args: Any) -> Action:
+        """Run the guard's own logic for one event; an internal error turns the guard into a
+        pass-through."""
+        state = self._state
+        if state is _STOPPED:
+            return _STOP_BEFORE
+        if state is _FINISHED:
+            return _STOP_BEFORE if self._outcome is not None and self._outcome.stopped else _CONTINUE
         try:
             action: Action = fn(*args)
             return action
         except Exception as exc:
-            self._broken = f"{type(exc).__name__}: {exc}"[:200]
-            logger.error(
-                "loopguard stream guard disabled for the rest of this stream: %s", type(exc).__name__, exc_info=True
-            )
-            return Action.CONTINUE
+            return self._break(exc)
 
     def _open_calls(self) -> bool:
         return any(c.open for c in self._calls.values())
@@ -434,116 +564,141 @@ class StreamGuard:
         if not verdict.stop:
             if verdict.action == "notice" and self._text_notice is None:
                 self._text_notice = verdict  # a weak text-loop detection: the stream goes on
-            return Action.CONTINUE
+            return _CONTINUE
         if self._verdict is None:
             self._verdict = verdict
         if self.config.mode == "observe":
-            return Action.CONTINUE
+            return _CONTINUE
         if self._open_calls():
-            if not self._pending:
-                logger.info("cut deferred: a tool call is open")
-            self._pending = True
-            return Action.CONTINUE
-        self._stopped = True
-        return Action.STOP_BEFORE
+            logger.info("cut deferred: a tool call is open")
+            self._move(_DEFERRED)
+            return _CONTINUE
+        self._move(_STOPPED)
+        return _STOP_BEFORE
 
     # -------------------------------------------------------------- events
 
     def reasoning(self, delta: str) -> Action:
         """A reasoning delta (``str``; anything else is ignored and logged)."""
-        return self._safe(self._delta, delta, "reasoning")
+        if self._state is _WATCHING and delta.__class__ is str and delta:  # the common case
+            try:
+                parts = self._reasoning_parts
+                parts.append(delta)  # recorded first: the caller's text is kept whatever happens next
+                if len(parts) >= JOIN_EVERY:
+                    self._join(parts, "reasoning")
+                verdict = self._feed(delta, "reasoning")
+                return _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
+            except Exception as exc:
+                return self._break(exc)
+        return self._event(self._delta, delta, "reasoning")
 
     def text(self, delta: str) -> Action:
-        """An answer-text delta."""
-        return self._safe(self._delta, delta, "text")
+        """An answer-text delta (``str``; anything else is ignored and logged)."""
+        if self._state is _WATCHING and delta.__class__ is str and delta:  # the common case
+            try:
+                parts = self._text_parts
+                parts.append(delta)  # recorded first: the caller's text is kept whatever happens next
+                if len(parts) >= JOIN_EVERY:
+                    self._join(parts, "text")
+                verdict = self._feed(delta, "text")
+                return _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
+            except Exception as exc:
+                return self._break(exc)
+        return self._event(self._delta, delta, "text")
 
     def _delta(self, delta: Any, channel: str) -> Action:
         if not isinstance(delta, str):
             logger.debug("non-str %s delta ignored (%s)", channel, type(delta).__name__)
-            return Action.CONTINUE
+            return _CONTINUE
         if not delta:
-            return Action.CONTINUE
-        if self._pending and not self._open_calls():  # after a deferred cut: never stream on
-            self._stopped = True
-            return Action.STOP_BEFORE
-        parts = self._texts[channel]
+            return _CONTINUE
+        if self._cut_due():  # after a deferred cut: never stream on
+            return _STOP_BEFORE
+        self._keep(channel, delta)
+        if self._state is not _WATCHING:
+            return _CONTINUE
+        return self._on_verdict(self._feed(delta, channel))
+
+    def _keep(self, channel: str, delta: str) -> None:
+        """Record a delta of ``channel`` (the whole text builds the outcome)."""
+        parts = self._reasoning_parts if channel == "reasoning" else self._text_parts
         parts.append(delta)
-        if len(parts) >= 512:  # one string per 512 deltas: ~1 byte per character, not ~16
-            parts[:] = ["".join(parts)]
-        if self._broken is not None or self._orphan or self._pending:
-            return Action.CONTINUE
-        return self._on_verdict(self.session.feed(delta, channel))
+        if len(parts) >= JOIN_EVERY:
+            self._join(parts, channel)
+
+    def _join(self, parts: list[str], channel: str) -> None:
+        """Move ``parts`` into one joined segment of ``channel`` (memory near one byte per
+        character; each code point is copied once)."""
+        self._segments[channel].append("".join(parts))
+        parts.clear()
+
+    def _kept(self, channel: str) -> str:
+        """The whole text of ``channel`` recorded so far."""
+        parts = self._reasoning_parts if channel == "reasoning" else self._text_parts
+        return "".join(self._segments[channel] + parts)
+
+    def has_tool_call(self, key: Any) -> bool:
+        """Whether a tool call with this key (a Chat Completions ``index``, a Responses item id,
+        an Anthropic block ``index``) has started in this stream, open or complete."""
+        try:
+            return key in self._calls
+        except TypeError:  # an unhashable key is no call's key
+            return False
+
+    def _call(self, key: Any) -> _Call | None:
+        """The call of ``key``, a new one when it is new; ``None`` when a deferred cut is due
+        instead (a new call must not start after it)."""
+        call = self._calls.get(key)
+        if call is None:
+            if self._cut_due():
+                return None
+            call = self._calls[key] = _Call(key)
+            self._record.add_call(call)
+        return call
 
     def tool_start(self, key: Any, *, id: Any = None, name: Any = None) -> Action:
         """A tool call starts (its first fragment)."""
-        return self._safe(self._tool_start, key, id, name)
-
-    def _tool_start(self, key: Any, id: Any, name: Any) -> Action:
-        if key in self._calls:
-            return self._tool_update(key, id, name)
-        if self._pending and not self._open_calls():  # a new call after the deferred cut happened
-            self._stopped = True
-            return Action.STOP_BEFORE
-        call = self._calls[key] = _Call(key)
-        self._order.append(key)
-        return self._tool_update(key, id, name, call)
-
-    def _tool_update(self, key: Any, id: Any, name: Any, call: _Call | None = None) -> Action:
-        call = call or self._calls[key]
-        if isinstance(id, str) and id and call.id is None:
-            call.id = id
-        if isinstance(name, str) and name and not call.name:
-            call.name = name
-        return Action.CONTINUE
+        return self._event(self._tool_args, key, None, id, name)
 
     def tool_args(self, key: Any, fragment: Any, *, id: Any = None, name: Any = None) -> Action:
         """A fragment of a tool call's argument text (starts the call if it is new)."""
-        return self._safe(self._tool_args, key, fragment, id, name)
+        return self._event(self._tool_args, key, fragment, id, name)
 
     def _tool_args(self, key: Any, fragment: Any, id: Any, name: Any) -> Action:
-        if key not in self._calls:
-            action = self._tool_start(key, id, name)
-            if action.stop:
-                return action
-        else:
-            self._tool_update(key, id, name)
+        call = self._call(key)
+        if call is None:
+            return _STOP_BEFORE
+        call.update(id, name)
         if isinstance(fragment, str) and fragment:
-            self._calls[key].parts.append(fragment)
-        return Action.CONTINUE
+            call.parts.append(fragment)
+        return _CONTINUE
 
     def tool_end(self, key: Any, *, arguments: Any = None, name: Any = None) -> Action:
         """A tool call is complete (``arguments``: the full text when the format
         repeats it at the end, as Responses' ``function_call_arguments.done`` does)."""
-        return self._safe(self._tool_end, key, arguments, name)
+        return self._event(self._tool_end, key, arguments, name)
 
     def _tool_end(self, key: Any, arguments: Any, name: Any) -> Action:
-        call = self._calls.get(key)
+        call = self._call(key)
         if call is None:
-            if self._pending and not self._open_calls():  # the deferred cut has happened already
-                self._stopped = True
-                return Action.STOP_BEFORE
-            call = self._calls[key] = _Call(key)
-            self._order.append(key)
+            return _STOP_BEFORE
         if isinstance(arguments, str):
             call.parts = [arguments]
         if isinstance(name, str) and name:
             call.name = name
         if call.open:
             call.open = False
-            if self._broken is None and not self._orphan:
+            if self._watched():
                 self.session.note_tool_call(call.name or "?", "".join(call.parts))
-        if self._pending and not self._open_calls():
-            self._stopped = True
-            return Action.STOP_AFTER
-        return Action.CONTINUE
+        return _STOP_AFTER if self._cut_due() else _CONTINUE
 
     def close_open_calls(self) -> Action:
         """Every open call is complete (Chat Completions says so only with
         ``finish_reason`` or the end of the stream)."""
-        action = Action.CONTINUE
-        for key in list(self._order):
-            if self._calls[key].open:
-                step = self.tool_end(key)
+        action = _CONTINUE
+        for call in list(self._record.calls):
+            if call.open:
+                step = self.tool_end(call.key)
                 action = step if step.stop else action
         return action
 
@@ -558,7 +713,9 @@ class StreamGuard:
     @property
     def stopped(self) -> bool:
         """The guard has stopped the stream."""
-        return self._stopped
+        if self._state is _FINISHED:
+            return self._outcome is not None and self._outcome.stopped
+        return self._state is _STOPPED
 
     def finish(self, finish_reason: Any = None) -> StreamOutcome:
         """The stream ended (by itself or because the guard stopped it): the outcome.
@@ -584,120 +741,138 @@ class StreamGuard:
     def _snapshot(self) -> StreamOutcome:
         verdict = self._verdict
         return StreamOutcome(
-            kept_reasoning="".join(self._texts["reasoning"]),
-            kept_text="".join(self._texts["text"]),
+            kept_reasoning=self._kept("reasoning"),
+            kept_text=self._kept("text"),
             tool_calls=self._complete_calls(),
             mode=self.config.mode,
             verdict=verdict,
             detection=verdict.detection if verdict is not None else None,
             finish_reason=self._finish_reason,
-            guard_error=self._broken,
+            guard_error=self._error,
         )
 
     def _complete_calls(self) -> tuple[StreamToolCall, ...]:
         return tuple(
             StreamToolCall(c.key, c.id, c.name, "".join(c.parts))
-            for c in (self._calls[k] for k in self._order)
+            for c in self._record.calls
             if not c.open and (c.name or c.parts or c.id)  # a fragment that named nothing is no call
         )
 
     def _build(self, finish_reason: str | None, error: BaseException | None) -> StreamOutcome:
         try:
-            return self._build_unsafe(finish_reason, error)
+            outcome = self._build_unsafe(finish_reason, error)
         except Exception as exc:
             logger.error("loopguard could not build the stream outcome: %s", type(exc).__name__, exc_info=True)
             base = self._snapshot()
-            return replace(base, guard_error=f"{type(exc).__name__}: {exc}"[:200], upstream_error=error)
+            outcome = replace(base, guard_error=f"{type(exc).__name__}: {exc}"[:200], upstream_error=error)
+        if self._state is not _FINISHED:
+            self._move(_FINISHED)
+        return outcome
 
-    def _build_unsafe(self, finish_reason: str | None, error: BaseException | None) -> StreamOutcome:
-        session, cfg = self.session, self.config
-        watched = self._broken is None and not self._orphan
-        # ``prune``: the loop goes out of what is stored.  A stream the guard stopped (``stopped``)
-        # may be resumed; one that ended by itself first (the loop confirmed only at the final
-        # checkpoint, or a deferred cut still waiting for its tool call) is pruned, never resumed:
-        # its answer and calls are complete.
-        prune = self._stopped
-        if self._pending and not self._stopped:
+    def _settle(self, error: BaseException | None, watched: bool) -> tuple[bool, bool, Verdict | None]:
+        """End the attempt: ``(stopped, prune, end)``.
+
+        ``stopped``: the guard cut the stream (it may be resumed).  ``prune``: the loop goes out
+        of what is stored; a stream that ended by itself first (the loop confirmed only at the
+        final checkpoint, or a deferred cut still waiting for its tool call) is pruned, never
+        resumed: its answer and calls are complete.  ``end``: the session's verdict at the end
+        of the attempt (``None`` when the session was not fed).
+        """
+        stopped = prune = self._state is _STOPPED
+        if self._state is _DEFERRED:
             self.close_open_calls()
-            self._stopped = False
             prune = True
-        end = session.end_attempt() if watched else None
+        end = self.session.end_attempt() if watched else None
         if self._verdict is None and end is not None and end.stop and error is None:
             self._verdict = end  # the detectors' last checkpoint called for action
-            prune = cfg.mode != "observe"
-        if session._live_stream is self:
-            session._live_stream = None
-        texts = {ch: "".join(parts) for ch, parts in self._texts.items()}
+            prune = self.config.mode != "observe"
+        self.session.detach_stream(self)
+        return stopped, prune, end
+
+    def _build_unsafe(self, finish_reason: str | None, error: BaseException | None) -> StreamOutcome:
+        session, watched = self.session, self._watched()
+        stopped, prune, end = self._settle(error, watched)
         verdict = self._verdict
         detection = verdict.detection if verdict is not None else None
         notice = end if end is not None and not end.stop and end.kind is not None else None
         if notice is None and verdict is None:
             notice = self._text_notice
         calls = self._complete_calls()
-        base = dict(
+        base: dict[str, Any] = dict(
             tool_calls=calls,
             finish_reason=finish_reason,
             upstream_error=error,
-            guard_error=self._broken,
-            mode=cfg.mode,
+            guard_error=self._error,
+            mode=self.config.mode,
             verdict=verdict,
             detection=detection,
             notice=notice,
         )
+        reasoning, text = self._kept("reasoning"), self._kept("text")
         if not prune or verdict is None or detection is None:
-            if error is None and watched and not self._stopped:
-                session._record_completion()
-            return StreamOutcome(
-                kept_reasoning=texts["reasoning"],
-                kept_text=texts["text"],
-                rescues=session.consecutive_rescues,
-                **base,  # type: ignore[arg-type]
-            )
-        channel = detection.channel
-        original = texts[channel]
-        cut = max(0, min(detection.cut, len(original)))
-        removed = len(original) - cut
-        kept = original[:cut]
-        marker = ""
-        if cfg.marker and removed:
-            lang = messages.pick_language(cfg.language, kept or original)
-            marker = messages.render(
-                "marker_reasoning" if channel == "reasoning" else "marker_text", lang, count=removed
-            )
-            if kept and not kept.endswith("\n"):
-                marker = "\n" + marker
-        texts[channel] = kept + marker
-        # in rescue mode the rescue cap decides when to give up on a looping stream (a ③ strikes
-        # cancel from the text loop is still counted by the guard, but does not pre-empt the cap);
-        # completed tool calls are progress: the host runs them instead of resuming
-        stopped = self._stopped
-        resume = cfg.mode == "rescue" and stopped and not calls
-        cancelled = stopped and cfg.mode != "rescue" and verdict.action == "cancel"
-        if resume and session.consecutive_rescues >= cfg.max_consecutive_rescues:
-            resume, cancelled = False, True
-            logger.warning("loop again after %d rescue(s) in a row: cut without resume", session.consecutive_rescues)
-        if resume:
-            session._record_rescue(cfg.retry_requests)
-        elif not stopped and error is None and watched:
-            session._record_completion()
+            if error is None and watched and not stopped:
+                session.record_completion()
+            return StreamOutcome(kept_reasoning=reasoning, kept_text=text, rescues=session.consecutive_rescues, **base)
+        cut, removed, marker, kept = self._prune(reasoning if detection.channel == "reasoning" else text, detection)
+        if detection.channel == "reasoning":
+            reasoning = kept
+        else:
+            text = kept
+        resume, cancelled = self._rescue(stopped, bool(calls), verdict, error is None and watched)
         logger.warning(
             "stream cut: %s loop on %s at %d, %d chars pruned%s",
             detection.kind,
-            channel,
+            detection.channel,
             detection.position,
             removed,
             " (resume)" if resume else "",
         )
         return StreamOutcome(
             cut=cut,
-            channel=channel,
-            kept_reasoning=texts["reasoning"],
-            kept_text=texts["text"],
+            channel=detection.channel,
+            kept_reasoning=reasoning,
+            kept_text=text,
             stopped=stopped,
             should_resume=resume,
             cancelled=cancelled,
             removed=removed,
             marker=marker,
             rescues=session.consecutive_rescues,
-            **base,  # type: ignore[arg-type]
+            **base,
         )
+
+    def _prune(self, original: str, detection: Detection) -> tuple[int, int, str, str]:
+        """``(cut, removed, marker, kept)`` for the cut channel: ``original[:cut]`` plus the
+        marker line (``cut`` clamped to the text; ``removed`` code points)."""
+        cfg = self.config
+        cut = max(0, min(detection.cut, len(original)))
+        removed = len(original) - cut
+        kept = original[:cut]
+        marker = ""
+        if cfg.marker and removed:
+            lang = messages.pick_language(cfg.language, kept or original)
+            kind = "marker_reasoning" if detection.channel == "reasoning" else "marker_text"
+            marker = messages.render(kind, lang, count=removed)
+            if kept and not kept.endswith("\n"):
+                marker = "\n" + marker
+        return cut, removed, marker, kept + marker
+
+    def _rescue(self, stopped: bool, called: bool, verdict: Verdict, clean: bool) -> tuple[bool, bool]:
+        """``(should_resume, cancelled)`` of a pruned stream, and the session's rescue count.
+
+        In rescue mode the rescue cap decides when to give up on a looping stream (a
+        ``strikes`` cancel from the text loop is still counted by the guard, but does not
+        pre-empt the cap); completed tool calls are progress: the host runs them instead of
+        resuming.  ``clean``: no upstream error and the session was fed.
+        """
+        cfg, session = self.config, self.session
+        resume = cfg.mode == "rescue" and stopped and not called
+        cancelled = stopped and cfg.mode != "rescue" and verdict.action == "cancel"
+        if resume and session.consecutive_rescues >= cfg.max_consecutive_rescues:
+            resume, cancelled = False, True
+            logger.warning("loop again after %d rescue(s) in a row: cut without resume", session.consecutive_rescues)
+        if resume:
+            session.record_rescue(cfg.retry_requests)
+        elif not stopped and clean:
+            session.record_completion()
+        return resume, cancelled

@@ -278,6 +278,17 @@ class TextLoopDetector(_Base):
         self._streams.clear()  # (in place: the compiled feeder reads this dict)
         return out
 
+    def stream(self, channel: str) -> Any:
+        """The ``loopcore`` ``ChannelStream`` of ``channel`` (open or finished); ``None`` before
+        the channel's first delta and for a channel the config does not watch.
+
+        For reading only (``length``, ``masked_length``, ``hits``, ``fuse_checkpoints``): a
+        checkpoint falls every ``config.check_every`` code points of ``masked_length``, and
+        :meth:`action_required`, :meth:`weak_episode` and :meth:`weak_checkpoints` change only
+        there or with a reported detection.  Feeding it directly would bypass this detector.
+        """
+        return self._streams.get(channel) or self._closed.get(channel)
+
     def length(self, channel: str = "text") -> int:
         """Characters fed to ``channel`` so far (code points)."""
         _check_channel(channel)

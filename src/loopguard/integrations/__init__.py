@@ -1,4 +1,4 @@
-"""Host adapters: guard the streams of LLM SDKs (spec §3; seed 003; research/ecosystem.md §1).
+"""Host adapters: guard the streams of LLM SDKs (docs/spec.md §3).
 
 - :mod:`loopguard.integrations.openai` — OpenAI-compatible Chat Completions
   streams (``guard_stream`` / ``aguard_stream``), ``resume_messages``,

@@ -1,4 +1,4 @@
-"""The guarded iterators every adapter shares (sync and async; spec §3, seed 003).
+"""The guarded iterators every adapter shares (sync and async; docs/spec.md §3).
 
 An adapter supplies ``apply(chunk, guard) -> Action``: it reads the chunk by
 field name (dicts and SDK objects alike, see :func:`field`) and reports its
@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..session import Session
 from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
 
-__all__ = ["field", "GuardedStream", "AsyncGuardedStream", "Apply"]
+__all__ = ["field", "is_mapping", "declares", "GuardedStream", "AsyncGuardedStream", "Apply"]
 
 logger = logging.getLogger("loopguard.integrations")
 
 T = TypeVar("T")
 _MISSING = object()
+_CONTINUE = Action.CONTINUE
 Apply = Callable[[Any, StreamGuard], Action]
 
 
@@ -36,7 +37,7 @@ def field(obj: Any, name: str) -> Any:
     if type(obj) is dict:  # the common case, without the ABC check
         return obj.get(name)
     try:
-        if isinstance(obj, Mapping):
+        if is_mapping(obj):
             return obj.get(name)
         extra = getattr(obj, "__pydantic_extra__", _MISSING)
         if extra is not _MISSING:  # a pydantic v2 model (the openai/anthropic SDK types)
@@ -55,12 +56,38 @@ def field(obj: Any, name: str) -> Any:
         return None
 
 
-def _apply_safely(apply: Apply, chunk: Any, guard: StreamGuard) -> Action:
-    try:
-        return apply(chunk, guard)
-    except Exception:
-        logger.error("loopguard could not read a stream chunk; passing it through", exc_info=True)
-        return Action.CONTINUE
+_MAPPING_TYPES: dict[type, bool] = {}
+
+
+def is_mapping(obj: Any) -> bool:
+    """``isinstance(obj, Mapping)``, remembered per class (the ABC check costs ~0.3 µs; chunk
+    classes are few).  Raises what the ABC check raises."""
+    tp = type(obj)
+    known = _MAPPING_TYPES.get(tp)
+    if known is None:
+        known = isinstance(obj, Mapping)
+        if len(_MAPPING_TYPES) >= 1024:  # classes made on the fly: keep the table bounded
+            _MAPPING_TYPES.clear()
+        _MAPPING_TYPES[tp] = known
+    return known
+
+
+def declares(tp: type, present: tuple[str, ...], absent: tuple[str, ...] = ()) -> bool:
+    """Whether ``tp`` is a pydantic v2 model class declaring every field of ``present`` and
+    none of ``absent``: then :func:`field` of a declared name is the plain attribute, and of an
+    undeclared one the ``__pydantic_extra__`` entry (adapters' fast paths read them so)."""
+    fields = getattr(tp, "__pydantic_fields__", None)
+    if not isinstance(fields, dict) or not hasattr(tp, "__pydantic_extra__"):
+        return False
+    if isinstance(tp, type) and issubclass(tp, Mapping):
+        return False
+    return all(n in fields for n in present) and not any(n in fields for n in absent)
+
+
+def _unreadable() -> Action:
+    """An adapter failed on a chunk (call from its ``except``): log it; the chunk passes."""
+    logger.error("loopguard could not read a stream chunk; passing it through", exc_info=True)
+    return Action.CONTINUE
 
 
 def _close_sync(stream: Any) -> None:
@@ -94,6 +121,7 @@ class _Guarded(Generic[T]):
         self._stream = stream
         self._apply = apply
         self.guard = StreamGuard(session, config)
+        self._iterator: Any = None
         self._done = False
         self._stop_after = False
 
@@ -133,43 +161,68 @@ class GuardedStream(_Guarded[T], Iterator[T]):
     :meth:`close` closes the upstream and finishes the outcome.
     """
 
-    def __iter__(self) -> GuardedStream[T]:
-        return self
+    def __init__(
+        self, stream: Any, apply: Apply, *, config: StreamConfig | Mapping[str, Any] | None, session: Session | None
+    ) -> None:
+        super().__init__(stream, apply, config=config, session=session)
+        self._chunks: Generator[T, None, None] = self._run()
+
+    def __iter__(self) -> Iterator[T]:
+        """The chunks (a generator over the same state as :meth:`__next__`: a ``for`` loop
+        resumes it directly, without a method call per chunk)."""
+        return self._chunks
 
     def __next__(self) -> T:
-        if self._done:
-            raise StopIteration
-        if self._stop_after:
-            self._stop()
-            raise StopIteration
-        try:
-            chunk: T = next(self._it())
-        except StopIteration:
-            self._finish()
-            raise
-        except BaseException as exc:
-            self._fail(exc)
-            raise  # the host's error, unchanged
-        action = _apply_safely(self._apply, chunk, self.guard)
-        if action is Action.STOP_BEFORE:
-            self._stop()
-            raise StopIteration
-        if action is Action.STOP_AFTER:
-            self._stop_after = True
-        return chunk
+        return next(self._chunks)
 
-    def _it(self) -> Iterator[T]:
-        it: Iterator[T] | None = getattr(self, "_iterator", None)
-        if it is None:
-            it = self._iterator = iter(self._stream)
-        return it
+    def _run(self) -> Generator[T, None, None]:
+        """Pass the upstream's chunks on until the guard stops it (``STOP_AFTER``: the chunk
+        is passed on first); the end, an upstream error and the guard's stop finish the
+        outcome.  Closed by :meth:`close`."""
+        if self._done:
+            return
+        it = iter(self._stream)
+        apply, guard = self._apply, self.guard
+        while True:
+            try:
+                chunk: T = next(it)
+            except StopIteration:
+                self._finish()
+                return
+            except BaseException as exc:
+                self._fail(exc)
+                raise  # the host's error, unchanged
+            try:
+                action = apply(chunk, guard)
+            except Exception:
+                action = _unreadable()
+            if action is _CONTINUE:
+                yield chunk
+            elif action is Action.STOP_BEFORE:
+                self._stop()
+                return
+            elif action is Action.STOP_AFTER:
+                self._stop_after = True
+                yield chunk
+                self._end()  # the chunk that closed a deferred cut was passed on: stop now
+                return
+            else:
+                yield chunk
+
+    def _end(self) -> None:
+        if not self._done:  # the chunk that closed a deferred cut was passed on: stop now
+            self._stop()
 
     def _stop(self) -> None:
         _close_sync(self._stream)
         self._finish()
 
     def close(self) -> None:
-        """Close the upstream and finish the outcome (idempotent)."""
+        """Close the upstream and finish the outcome (idempotent); the iteration ends."""
+        try:
+            self._chunks.close()
+        except ValueError:  # closed from inside the iteration itself: it ends at its next step
+            logger.info("guarded stream closed while it was running")
         if not self._done:
             _close_sync(self._stream)
             self._finish()
@@ -213,7 +266,7 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
             await self._stop()
             raise StopAsyncIteration
         try:
-            it = getattr(self, "_iterator", None)
+            it = self._iterator
             if it is None:
                 it = self._iterator = self._stream.__aiter__()
             chunk: T = await it.__anext__()
@@ -223,7 +276,12 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
         except BaseException as exc:
             self._fail(exc)
             raise
-        action = _apply_safely(self._apply, chunk, self.guard)
+        try:
+            action = self._apply(chunk, self.guard)
+        except Exception:
+            action = _unreadable()
+        if action is _CONTINUE:
+            return chunk
         if action is Action.STOP_BEFORE:
             await self._stop()
             raise StopAsyncIteration

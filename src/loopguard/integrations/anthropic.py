@@ -1,4 +1,4 @@
-"""Anthropic Messages streams: guard, prune, resume (spec §3; seed 003; research/ecosystem.md §1.4, §1.5).
+"""Anthropic Messages streams: guard, prune, resume (docs/spec.md §3).
 
 Events are read by field name (``type`` first), so the ``anthropic`` SDK's
 raw events (``client.messages.create(..., stream=True)``), the
@@ -83,7 +83,7 @@ def apply_anthropic_event(event: Any, guard: StreamGuard) -> Action:
             return guard.reasoning(thinking) if thinking is not None else Action.CONTINUE
         if dtype == "input_json_delta":
             key = _index(field(event, "index"))
-            if key is None or key not in guard._calls:  # not a tool_use block (e.g. server_tool_use)
+            if key is None or not guard.has_tool_call(key):  # not a tool_use block (e.g. server_tool_use)
                 return Action.CONTINUE
             return guard.tool_args(key, field(delta, "partial_json"))
         return Action.CONTINUE
@@ -104,7 +104,7 @@ def apply_anthropic_event(event: Any, guard: StreamGuard) -> Action:
         return Action.CONTINUE
     if kind == "content_block_stop":
         key = _index(field(event, "index"))
-        if key is None or key not in guard._calls:
+        if key is None or not guard.has_tool_call(key):
             return Action.CONTINUE
         return guard.tool_end(key)
     if kind in ("message_delta", "message_stop"):
@@ -176,7 +176,7 @@ def resume_messages(
     *,
     config: StreamConfig | Mapping[str, Any] | None = None,
 ) -> ResumeRequest:
-    """Build the resume request after a cut, in the Anthropic Messages format (seed 003).
+    """Build the resume request after a cut, in the Anthropic Messages format (spec §3).
 
     The same request as :func:`loopguard.integrations.openai.resume_messages`
     (the caller's messages, the kept answer text, a corrective note tagged

@@ -1,4 +1,4 @@
-"""OpenAI-compatible streams: guard, prune, resume (spec §3; seed 003; research/ecosystem.md §1.1–1.2, §1.5).
+"""OpenAI-compatible streams: guard, prune, resume (docs/spec.md §3).
 
 Chunks are read by field name, so the ``openai`` SDK's objects (any
 version), LiteLLM's, or plain dicts all work; ``openai`` is never imported
@@ -26,8 +26,8 @@ from typing import Any
 
 from .. import messages as _messages
 from ..session import Session
-from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, _stream_config
-from ._base import AsyncGuardedStream, GuardedStream, field
+from ..stream import Action, LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome
+from ._base import AsyncGuardedStream, GuardedStream, declares, field
 
 __all__ = [
     "guard_stream",
@@ -46,25 +46,98 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_CONTINUE = Action.CONTINUE
+#: SDK classes the fast path reads by attribute (``_base.declares``), and those it may not.
+_CHUNKS: set[type] = set()
+_CHOICES: set[type] = set()
+_DELTAS: set[type] = set()
+_NOT_CHUNKS: set[type] = set()
+_NOT_CHOICES: set[type] = set()
+_NOT_DELTAS: set[type] = set()
+_CHOICE_FIELDS = ("delta", "index", "finish_reason")
+_DELTA_FIELDS = ("content", "tool_calls")
+_REASONING = ("reasoning_content", "reasoning")
+_NONE = object()
+_DICT, _LIST = dict, list  # module globals: one lookup each instead of builtins' two
+
+
+def _admit(known: set[type], refused: set[type], tp: type, present: tuple[str, ...], absent: tuple[str, ...]) -> bool:
+    """Whether the SDK fast path may read ``tp`` by attribute (``_base.declares``), remembered."""
+    if tp in known:
+        return True
+    if tp in refused:
+        return False
+    ok = declares(tp, present, absent)
+    table = known if ok else refused
+    if len(table) >= 256:  # classes made on the fly: keep the tables bounded
+        table.clear()
+    table.add(tp)
+    return ok
+
+
 def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
     """Report one Chat Completions chunk's events to ``guard`` (choice 0 only).
 
     Returns the first stopping :class:`~loopguard.stream.Action`, else
-    ``CONTINUE``.  Fields of the wrong type are ignored.
+    ``CONTINUE``.  Fields of the wrong type are ignored.  The common chunk (exactly one
+    choice, ``index`` 0, no finish reason, a delta with no tool calls: a plain dict, or an
+    SDK object whose pydantic classes declare those fields and not the reasoning ones) takes
+    a fast path with the same result; any other chunk is read field by field.
     """
-    if type(chunk) is dict:  # fast path: the plain text or reasoning delta of a dict chunk
-        choices = chunk.get("choices")
-        if type(choices) is list and len(choices) == 1:
-            choice = choices[0]
-            if type(choice) is dict and choice.get("finish_reason") is None and choice.get("index", 0) == 0:
-                delta = choice.get("delta")
-                if type(delta) is dict and not delta.get("tool_calls"):
-                    reasoning = _text(delta.get("reasoning_content")) or _text(delta.get("reasoning"))
-                    content = _text(delta.get("content"))
-                    if reasoning is None:
-                        return guard.text(content) if content is not None else Action.CONTINUE
-                    if content is None:
-                        return guard.reasoning(reasoning)
+    content: Any = None
+    reasoning: Any = _NONE  # the delta's reasoning fields, when it names one
+    try:
+        if chunk.__class__ is _DICT:
+            choices = chunk["choices"]
+            if choices.__class__ is _LIST and len(choices) == 1:
+                choice = choices[0]
+                if choice.__class__ is _DICT and choice["finish_reason"] is None and choice["index"] == 0:
+                    delta = choice["delta"]
+                    if delta.__class__ is _DICT and not delta.get("tool_calls"):
+                        content = delta.get("content")
+                        if "reasoning_content" in delta or "reasoning" in delta:
+                            reasoning = (delta.get("reasoning_content"), delta.get("reasoning"))
+        elif type(chunk) in _CHUNKS or _admit(_CHUNKS, _NOT_CHUNKS, type(chunk), ("choices",), ()):
+            choices = chunk.choices
+            if type(choices) is list and len(choices) == 1:
+                choice = choices[0]
+                if (
+                    (type(choice) in _CHOICES or _admit(_CHOICES, _NOT_CHOICES, type(choice), _CHOICE_FIELDS, ()))
+                    and choice.finish_reason is None
+                    and choice.index == 0
+                ):
+                    delta = choice.delta
+                    if (
+                        type(delta) in _DELTAS or _admit(_DELTAS, _NOT_DELTAS, type(delta), _DELTA_FIELDS, _REASONING)
+                    ) and not delta.tool_calls:
+                        content = delta.content
+                        extra = delta.__pydantic_extra__
+                        if extra and ("reasoning_content" in extra or "reasoning" in extra):
+                            reasoning = (extra.get("reasoning_content"), extra.get("reasoning"))
+    except (KeyError, AttributeError):  # a field missing: read the chunk field by field
+        return _apply_fields(chunk, guard)
+    if reasoning is _NONE:
+        if content.__class__ is str:  # the common chunk: a text delta
+            return guard.text(content) if content else _CONTINUE
+        return _apply_fields(chunk, guard)
+    return _reasoning_delta(chunk, guard, reasoning, content)
+
+
+def _reasoning_delta(chunk: Any, guard: StreamGuard, fields: tuple[Any, Any], content: Any) -> Action:
+    """The fast path of a common chunk whose delta names a reasoning field: the reasoning
+    (``reasoning_content``, else ``reasoning``) or the text, whichever the delta has; both
+    are read field by field (reasoning first)."""
+    text = _text(fields[0]) or _text(fields[1])
+    content = _text(content)
+    if text is None:
+        return guard.text(content) if content is not None else _CONTINUE
+    if content is None:
+        return guard.reasoning(text)
+    return _apply_fields(chunk, guard)
+
+
+def _apply_fields(chunk: Any, guard: StreamGuard) -> Action:
+    """:func:`apply_chat_chunk` for any chunk shape, field by field."""
     choices = field(chunk, "choices")
     if not isinstance(choices, (list, tuple)):
         return Action.CONTINUE
@@ -147,7 +220,7 @@ def aguard_stream(
 
 @dataclass(frozen=True)
 class ResumeRequest:
-    """The next request after a rescue (seed 003 resume).
+    """The next request after a rescue (spec §3, resume).
 
     Attributes
     ----------
@@ -179,7 +252,7 @@ def resume_messages(
     config: StreamConfig | Mapping[str, Any] | None = None,
     include_reasoning: bool = False,
 ) -> ResumeRequest:
-    """Build the resume request after a cut (seed 003): never the loop text.
+    """Build the resume request after a cut (spec §3): never the loop text.
 
     Parameters
     ----------
@@ -206,7 +279,7 @@ def resume_messages(
         raise TypeError(f"outcome must be a StreamOutcome, not {type(outcome).__name__}")
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a sequence of message dicts, not {type(messages).__name__}")
-    cfg = _stream_config(config)
+    cfg = StreamConfig.coerce(config)
     out = [copy.copy(dict(m)) if isinstance(m, Mapping) else m for m in messages]
     assistant: dict[str, Any] = {"role": "assistant", "content": outcome.kept_text}
     if include_reasoning and outcome.kept_reasoning:
@@ -296,7 +369,7 @@ def create_with_rescue(
     **kwargs: Any,
 ) -> RescueResult:
     """``client.chat.completions.create(stream=True, **kwargs)`` under the guard, resuming
-    after each cut (seed 003's cut → prune → resume), for any OpenAI-compatible client.
+    after each cut (cut → prune → resume, spec §3), for any OpenAI-compatible client.
 
     Each cut closes the HTTP response, builds :func:`resume_messages` and sends
     the next request with the retry settings (for ``retry_requests``
@@ -310,11 +383,11 @@ def create_with_rescue(
     TypeError
         without ``messages``.  Client errors propagate unchanged.
     """
-    cfg = _stream_config(config)
+    cfg = StreamConfig.coerce(config)
     messages, session = _prepare(kwargs, session)
     outcomes: list[StreamOutcome] = []
     while True:
-        settings = cfg.retry_settings() if session._take_retry() else {}
+        settings = cfg.retry_settings() if session.take_retry() else {}
         try:
             stream = client.chat.completions.create(messages=messages, **{**kwargs, **settings})
         except Exception as exc:
@@ -340,11 +413,11 @@ async def acreate_with_rescue(
     **kwargs: Any,
 ) -> RescueResult:
     """The ``AsyncOpenAI`` form of :func:`create_with_rescue`."""
-    cfg = _stream_config(config)
+    cfg = StreamConfig.coerce(config)
     messages, session = _prepare(kwargs, session)
     outcomes: list[StreamOutcome] = []
     while True:
-        settings = cfg.retry_settings() if session._take_retry() else {}
+        settings = cfg.retry_settings() if session.take_retry() else {}
         try:
             stream = await client.chat.completions.create(messages=messages, **{**kwargs, **settings})
         except Exception as exc:

@@ -1,4 +1,4 @@
-"""OpenAI Responses API streams: guard and prune (spec §3; seed 003; research/ecosystem.md §1.3, §1.5).
+"""OpenAI Responses API streams: guard and prune (docs/spec.md §3).
 
 Events are read by field name (``type`` first), so the ``openai`` SDK's
 event objects (``client.responses.create(..., stream=True)`` or the
@@ -106,7 +106,7 @@ def apply_response_event(event: Any, guard: StreamGuard) -> Action:
         if key is None:
             return Action.CONTINUE
         call_id, name = field(item, "call_id"), field(item, "name")
-        if kind == "response.output_item.added" or key not in guard._calls:
+        if kind == "response.output_item.added" or not guard.has_tool_call(key):
             action = guard.tool_start(key, id=call_id, name=name)
             if action.stop or kind == "response.output_item.added":
                 return action
