@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import sys
+import sysconfig
 from pathlib import Path
 from types import ModuleType
 
@@ -209,8 +210,8 @@ def test_unknown_revisions_are_refused() -> None:
 def test_one_round_through_a_subprocess(tmp_path: Path) -> None:
     """What compare.py runs per round and tree, here twice against this tree: the ratios of
     the exact figures are 1 and ``bytes/*`` is ``memory_bytes``; the RSS run is memory.py's."""
-    if not list((ROOT / "src" / "loopcore").glob("_core*.so")):
-        pytest.skip("the compiled core is not built in place in src/ (compare.py builds it there)")
+    if not (ROOT / "src" / "loopcore" / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))).exists():
+        pytest.skip("the compiled core is not built in place in src/ for this Python (compare.py builds it there)")
     paths = {}
     for name, text in (("en", EN), ("zh", ZH)):
         paths[name] = tmp_path / f"{name}.txt"
@@ -252,8 +253,8 @@ def test_instructions_per_code_point_are_counted_inside_the_feed_and_repeat_exac
     """``compare.py --instructions`` on this tree: the count is deterministic (two runs agree to
     the instruction) and covers the feed's work (an English code point costs tens to hundreds
     of instructions, not the interpreter's millions); the table shows it with its ratio."""
-    if not list((ROOT / "src" / "loopcore").glob("_core*.so")):
-        pytest.skip("the compiled core is not built in place in src/ (compare.py builds it there)")
+    if not (ROOT / "src" / "loopcore" / ("_core" + sysconfig.get_config_var("EXT_SUFFIX"))).exists():
+        pytest.skip("the compiled core is not built in place in src/ for this Python (compare.py builds it there)")
     stream = tmp_path / "en.txt"
     stream.write_text(corpus.english(6000), encoding="utf-8")
     first = compare.instructions_per_cp(ROOT, stream, tmp_path, size=5000)

@@ -440,8 +440,9 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     script = shutil.which("loopguard")
     cmd = [script] if script else [sys.executable, "-m", "loopguard.cli"]
     env = dict(os.environ)
-    if not script:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    if not script:  # the loopguard this test imported: src/ (an in-place build) or an installed one
+        where = str(Path(loopguard.__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [where, env.get("PYTHONPATH")]))
     done = subprocess.run(
         [*cmd, "scan", "--json", str(EXAMPLE)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
     )

@@ -15,7 +15,7 @@ from loopcore._params import BY_NAME, KIND_FLAGS, PARAMS
 from loopguard import ConfigError, TextConfig
 from loopguard.config import PROFILE_OVERRIDES
 
-SRC = Path(loopcore.__file__).parent
+SRC = Path(__file__).resolve().parents[1] / "src" / "loopcore"  # the sources (an installed loopcore has none)
 NAMES = [p.name for p in PARAMS]
 
 
