@@ -321,7 +321,7 @@ def hash_prefix(tool_or_digest: str, args: Any = _NO_ARGS) -> str:
 
 
 def action_fingerprint(tool: str, args: Any, volatile_keys: Sequence[str] = ("description",)) -> str:
-    """``call_hash`` after dropping ``volatile_keys`` at the top level (002 ②b, spec §4).
+    """``call_hash`` after dropping ``volatile_keys`` at the top level (the drift rule, spec §4; docs/rules.md).
 
     Examples
     --------
