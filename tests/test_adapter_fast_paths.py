@@ -378,3 +378,114 @@ def test_pending_deltas_of_two_channels_keep_their_order_across_a_stop(profile: 
         m.setattr(session_module, "_PENDING_CHARS", 0)
         m.setattr(session_module._Lane, "__init__", eager)
         assert fast == _channel_steps(events, profile)
+
+
+# ------------------------------- StreamGuard holds deltas while Session.feed_window is open
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _guarded_steps(events: list[tuple[Any, ...]], profile: str, mode: str) -> list[Any]:
+    """Each event's action and the guard's state after it, then every progress note's time, the
+    outcome's fields and the session's detections."""
+    clock = _Clock()
+    session = Session(text_config=profile, clock=clock)
+    notes: list[float] = []
+    note = session.guard.note_progress
+
+    def spy(sid: Any = None) -> None:
+        notes.append(clock.now)
+        note(sid)
+
+    session.guard.note_progress = spy  # type: ignore[method-assign]
+    guard = StreamGuard(session, {"mode": mode})
+    out: list[Any] = []
+    for event in events:
+        if event[0] == "tick":
+            clock.now += event[1]
+            continue
+        if event[0] == "call":
+            action = guard.tool_args(event[1], '{"q": 1}', id=f"c{event[1]}", name="grep")
+            action = guard.close_open_calls() if not action.stop else action
+        else:
+            action = getattr(guard, event[0])(event[1])
+        out.append((action, guard.state))
+    outcome = guard.finish()
+    out += [notes, outcome.verdict, outcome.notice, outcome.kept_reasoning, outcome.kept_text, outcome.stopped]
+    out += [outcome.tool_calls, session.detections, session.state, session.retained_chars]
+    return out
+
+
+def _stream_events(parts: list[tuple[str, int, str]], size: int, switches: list[int]) -> list[tuple[Any, ...]]:
+    text = "".join(unit * times + noise for unit, times, noise in parts)
+    events: list[tuple[Any, ...]] = []
+    for n, i in enumerate(range(0, len(text), size)):
+        switch = switches[n % len(switches)]
+        channel = "reasoning" if switch % 5 else "text"
+        events.append((channel, text[i : i + size]))
+        if switch == 7:
+            events.append(("tick", 0.6))  # two ticks pass the 1-second progress note
+        elif switch == 11:
+            events.append(("call", n))
+    return events
+
+
+@given(
+    pieces,
+    st.integers(1, 40),
+    st.lists(st.integers(0, 12), min_size=1, max_size=20),
+    st.sampled_from(["default", "fuse", "rescue"]),
+    st.sampled_from(["observe", "cut", "rescue"]),
+)
+def test_held_deltas_change_nothing(
+    parts: list[tuple[str, int, str]], size: int, switches: list[int], profile: str, mode: str
+) -> None:
+    """``StreamGuard`` holds a channel's deltas while ``Session.feed_window`` is open and feeds
+    them joined: every action, state, progress note (time), outcome and detection is what
+    feeding the session every delta at once gives."""
+    from loopguard import session as session_module
+
+    events = _stream_events(parts, size, switches)
+    held = _guarded_steps(events, profile, mode)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(session_module.Session, "feed_window", lambda self, channel: (0, float("-inf")))
+        assert held == _guarded_steps(events, profile, mode)
+
+
+def test_held_deltas_reach_the_session_before_a_new_stream_and_at_the_end() -> None:
+    clock = _Clock()
+    session = Session(clock=clock)
+    first = StreamGuard(session)
+    for _ in range(5):
+        first.text("ab ")  # the first is fed at once, the rest held
+    assert session.feed_window("text")[0] == 200 - 15 + 12  # the window counts the held ones as not yet fed
+    second = StreamGuard(session)  # the first stream's attempt ends with all 15 code points
+    assert first.state is StreamState.PASSTHROUGH and session.attempt == 2
+    assert session.retained_chars == 15  # the turn's language sample: all 15 reached the old attempt
+    second.text("xy")
+    second.text("z")
+    outcome = second.finish()
+    assert outcome.kept_text == "xyz" and session.state is SessionState.TURN
+
+
+@pytest.mark.parametrize("profile", ["default", "fuse", "rescue"])
+@pytest.mark.parametrize("unit", ["Now. OK. Wait. ", "Wait, let me recheck the sum. "])
+@pytest.mark.parametrize("size", [1, 4, 7, 200])
+@pytest.mark.parametrize("switches", [[1], [1, 1, 1, 0, 7], [2, 11, 3]])
+def test_held_deltas_change_nothing_in_long_loops(profile: str, unit: str, size: int, switches: list[int]) -> None:
+    """Loops long enough to be cut (at a checkpoint reached exactly by a delta's last code point,
+    with size 1 and 4), on one channel and with the channel switching, ticks and tool calls."""
+    from loopguard import session as session_module
+
+    events = _stream_events([("Some clean prose first. ", 3, ""), (unit, 3000 // len(unit), "")], size, switches)
+    held = _guarded_steps(events, profile, "cut")
+    assert any(action is Action.STOP_BEFORE for action, _ in held[: len(held) - 10])
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(session_module.Session, "feed_window", lambda self, channel: (0, float("-inf")))
+        assert held == _guarded_steps(events, profile, "cut")

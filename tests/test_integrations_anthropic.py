@@ -291,7 +291,13 @@ def test_thinking_while_the_cut_waits_is_kept_whole(monkeypatch: pytest.MonkeyPa
         fed.append(channel)
         return original(self, delta, channel)
 
+    def feed_held(self: Session, text: str, channel: str = "text") -> Any:
+        fed.append(channel)
+        return held(self, text, channel)
+
+    held = Session.feed_held
     monkeypatch.setattr(Session, "feed", feed)
+    monkeypatch.setattr(Session, "feed_held", feed_held)
     stream = guard_stream(iter(raw))
     passed = run(stream)
     assert passed == raw[: raw.index(tool[-1]) + 1]

@@ -137,7 +137,7 @@ def run(stream: Any) -> list[Any]:
 
 
 def spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Record every delta the stream layer feeds to a session's detectors."""
+    """Record every delta (or held deltas joined) the stream layer feeds to a session's detectors."""
     fed: list[tuple[str, str]] = []
     original = Session.feed
 
@@ -145,7 +145,13 @@ def spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         fed.append((channel, delta))
         return original(self, delta, channel)
 
+    def feed_held(self: Session, text: str, channel: str = "text") -> Any:
+        fed.append((channel, text))
+        return held(self, text, channel)
+
+    held = Session.feed_held
     monkeypatch.setattr(Session, "feed", feed)
+    monkeypatch.setattr(Session, "feed_held", feed_held)
     return fed
 
 

@@ -552,7 +552,7 @@ def _content(chunks: list[Any]) -> str:
 
 
 def _spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Record every delta the stream layer feeds to a session's detectors."""
+    """Record every delta (or held deltas joined) the stream layer feeds to a session's detectors."""
     fed: list[tuple[str, str]] = []
     original = session_module.Session.feed
 
@@ -560,7 +560,13 @@ def _spy_feed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         fed.append((channel, delta))
         return original(self, delta, channel)
 
+    def feed_held(self: Session, text: str, channel: str = "text") -> Any:
+        fed.append((channel, text))
+        return held(self, text, channel)
+
+    held = session_module.Session.feed_held
     monkeypatch.setattr(session_module.Session, "feed", feed)
+    monkeypatch.setattr(session_module.Session, "feed_held", feed_held)
     return fed
 
 

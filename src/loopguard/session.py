@@ -134,6 +134,7 @@ _NEVER = 1 << 62
 #: Code points a channel's deltas may wait, at most, before they go to the recorder, the
 #: language sample and the detector (the next checkpoint usually comes first: ``check_every``).
 _PENDING_CHARS = 1024
+_NO_NOTE = float("-inf")  # feed_window's noted when the next delta must be fed at once
 
 Action = Literal["allow", "notice", "deny", "cut", "cancel"]
 
@@ -708,7 +709,34 @@ class Session:
                 return self._flush(lane)
         return self._feed(delta, channel)
 
-    def _feed(self, delta: Any, channel: Any) -> Verdict:
+    def feed_window(self, channel: str) -> tuple[int, float]:
+        """How much of ``channel`` may arrive before :meth:`feed` could do more than hold it:
+        ``(code_points, noted)``.
+
+        While fewer than ``code_points`` more code points of ``channel`` have been fed and the
+        guard's clock (:attr:`ToolGuard.clock <loopguard.ToolGuard.clock>`, seconds) reads less
+        than 1.0 past ``noted`` (the last progress note), :meth:`feed` only holds its deltas
+        and returns ``allow``: feeding them one by one or joined in one string gives the same
+        verdicts, records and progress notes.  An adapter may therefore hold consecutive deltas
+        of one channel and feed them joined once the window closes (as
+        :class:`~loopguard.stream.StreamGuard` does), provided nothing else reaches the session
+        meanwhile.  ``(0, -inf)`` when the next delta must be fed at once: no open attempt, the
+        attempt stopped, or the channel's first delta.
+        """
+        if self._state is _ATTEMPT:
+            lane = self._attempt.lanes.get(channel)
+            if lane is not None:
+                return lane.limit - lane.fed, self._progress_noted
+        return 0, _NO_NOTE
+
+    def feed_held(self, text: str, channel: str = "text") -> Verdict:
+        """:meth:`feed` for deltas held while :meth:`feed_window` was open, joined in ``text``
+        and fed late (before another event reaches the session, or at the end): the same,
+        except that it makes no progress note, since none was due when they arrived.  Same
+        returns and errors as :meth:`feed`."""
+        return self._feed(text, channel, note=False)
+
+    def _feed(self, delta: Any, channel: Any, note: bool = True) -> Verdict:
         """:meth:`feed` outside its fast path (arguments checked, an attempt opened, a
         stopped attempt, a channel's first delta)."""
         state = self._state
@@ -720,10 +748,11 @@ class Session:
         ):
             channel = self._open_for(delta, channel)
             state = self._state
-        now = self._clock()
-        if now - self._progress_noted >= 1.0:
-            self._progress_noted = now
-            self._guard.note_progress(self._sid)
+        if note:
+            now = self._clock()
+            if now - self._progress_noted >= 1.0:
+                self._progress_noted = now
+                self._guard.note_progress(self._sid)
         attempt = self._attempt
         if state is _STOPPED:  # nothing is pending once stopped: the stop came at a flush
             self._keep(attempt, channel, delta)

@@ -449,9 +449,14 @@ class StreamGuard:
     """
 
     __slots__ = (
+        "_batch",
+        "_batch_from",
+        "_budget",
         "_calls",
+        "_clock",
         "_error",
         "_feed",
+        "_noted",
         "_finish_reason",
         "_orphan",
         "_outcome",
@@ -486,6 +491,13 @@ class StreamGuard:
         self._orphan = False  # another stream started on the session: record only
         self._finish_reason: str | None = None
         self._feed = session.feed
+        self._clock = session.guard.clock
+        # the held deltas (Session.feed_window): the parts list of the channel being held, from
+        # index _batch_from on; _budget code points and the clock until 1.0 past _noted remain
+        self._batch: list[str] | None = None
+        self._batch_from = 0
+        self._budget = 0
+        self._noted = 0.0
         previous = session.attach_stream(self)
         if isinstance(previous, StreamGuard) and previous is not self and previous._state is not _FINISHED:
             logger.warning(
@@ -517,6 +529,10 @@ class StreamGuard:
         return self._error is None and not self._orphan
 
     def _orphaned(self) -> None:
+        try:
+            self._release()  # the held deltas belong to the attempt that is ending
+        except Exception as exc:
+            self._break(exc)
         self._orphan = True
         if self._state is _WATCHING:
             self._move(_PASSTHROUGH)
@@ -525,6 +541,7 @@ class StreamGuard:
         """An internal error: record it; the guard becomes a pass-through (text and tool calls
         are still recorded, nothing is detected or stopped)."""
         self._error = f"{type(exc).__name__}: {exc}"[:200]
+        self._batch = None  # the session is not fed any more (the deltas stay recorded)
         if message:
             logger.error(message, exc_info=True)
         else:
@@ -552,6 +569,10 @@ class StreamGuard:
         if state is _FINISHED:
             return _STOP_BEFORE if self._outcome is not None and self._outcome.stopped else _CONTINUE
         try:
+            if self._batch is not None:
+                released = self._release()
+                if released is not _CONTINUE:
+                    return released
             action: Action = fn(*args)
             return action
         except Exception as exc:
@@ -584,10 +605,11 @@ class StreamGuard:
             try:
                 parts = self._reasoning_parts
                 parts.append(delta)  # recorded first: the caller's text is kept whatever happens next
-                if len(parts) >= JOIN_EVERY:
-                    self._join(parts, "reasoning")
-                verdict = self._feed(delta, "reasoning")
-                return _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
+                if parts is self._batch:  # held: the session could not do more than hold it
+                    budget = self._budget = self._budget - len(delta)
+                    if budget > 0 and self._clock() - self._noted < 1.0:
+                        return _CONTINUE
+                return self._watched_delta(parts, "reasoning")
             except Exception as exc:
                 return self._break(exc)
         return self._event(self._delta, delta, "reasoning")
@@ -598,13 +620,56 @@ class StreamGuard:
             try:
                 parts = self._text_parts
                 parts.append(delta)  # recorded first: the caller's text is kept whatever happens next
-                if len(parts) >= JOIN_EVERY:
-                    self._join(parts, "text")
-                verdict = self._feed(delta, "text")
-                return _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
+                if parts is self._batch:  # held: the session could not do more than hold it
+                    budget = self._budget = self._budget - len(delta)
+                    if budget > 0 and self._clock() - self._noted < 1.0:
+                        return _CONTINUE
+                return self._watched_delta(parts, "text")
             except Exception as exc:
                 return self._break(exc)
         return self._event(self._delta, delta, "text")
+
+    def _watched_delta(self, parts: list[str], channel: str) -> Action:
+        """The delta just recorded at the end of ``parts`` when it closes the held window, or
+        is the first of its channel since the session was last fed: the session gets every
+        delta not fed yet (the other channel's held ones first, in order), then ``channel``'s
+        next deltas are held while :meth:`Session.feed_window
+        <loopguard.session.Session.feed_window>` allows."""
+        if self._batch is not parts:
+            action = self._release()
+            if action is not _CONTINUE:
+                return action
+            self._batch, self._batch_from = parts, len(parts) - 1
+        verdict = self._hand_over()
+        action = _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
+        if self._state is _WATCHING:
+            self._batch, self._batch_from = parts, len(parts)
+            self._budget, self._noted = self.session.feed_window(channel)
+        return action
+
+    def _hand_over(self, late: bool = False) -> Verdict:
+        """Feed the held deltas to the session as one string (``late``: before another event or
+        at the end, not at a delta of theirs: :meth:`Session.feed_held
+        <loopguard.session.Session.feed_held>`); nothing is held after."""
+        parts = self._batch
+        self._batch = None
+        if parts is None or self._batch_from >= len(parts):
+            return _ALLOW
+        channel = "text" if parts is self._text_parts else "reasoning"
+        start = self._batch_from
+        text = parts[start] if start == len(parts) - 1 else "".join(parts[start:])
+        verdict = self.session.feed_held(text, channel) if late else self._feed(text, channel)
+        if len(parts) >= JOIN_EVERY:
+            self._join(parts, channel)
+        return verdict
+
+    def _release(self) -> Action:
+        """Before any other event reaches the session: feed it the held deltas (their window
+        was open, so this is ``allow``; a stop is still obeyed)."""
+        if self._batch is None:
+            return _CONTINUE
+        verdict = self._hand_over(late=True)
+        return _CONTINUE if verdict is _ALLOW else self._on_verdict(verdict)
 
     def _delta(self, delta: Any, channel: str) -> Action:
         if not isinstance(delta, str):
@@ -790,6 +855,11 @@ class StreamGuard:
         return stopped, prune, end
 
     def _build_unsafe(self, finish_reason: str | None, error: BaseException | None) -> StreamOutcome:
+        if self._batch is not None:  # the held deltas reach the attempt before it ends
+            try:
+                self._release()
+            except Exception as exc:
+                self._break(exc)
         session, watched = self.session, self._watched()
         stopped, prune, end = self._settle(error, watched)
         verdict = self._verdict

@@ -25,6 +25,8 @@ logger = logging.getLogger("loopguard.integrations")
 T = TypeVar("T")
 _MISSING = object()
 _CONTINUE = Action.CONTINUE
+_STOP_BEFORE = Action.STOP_BEFORE
+_STOP_AFTER = Action.STOP_AFTER
 Apply = Callable[[Any, StreamGuard], Action]
 
 
@@ -178,36 +180,40 @@ class GuardedStream(_Guarded[T], Iterator[T]):
     def _run(self) -> Generator[T, None, None]:
         """Pass the upstream's chunks on until the guard stops it (``STOP_AFTER``: the chunk
         is passed on first); the end, an upstream error and the guard's stop finish the
-        outcome.  Closed by :meth:`close`."""
+        outcome.  Closed by :meth:`close`.  An exception thrown into the iteration
+        (``generator.throw``) ends it as an upstream error does."""
         if self._done:
             return
         it = iter(self._stream)
         apply, guard = self._apply, self.guard
-        while True:
-            try:
-                chunk: T = next(it)
-            except StopIteration:
-                self._finish()
-                return
-            except BaseException as exc:
-                self._fail(exc)
-                raise  # the host's error, unchanged
-            try:
-                action = apply(chunk, guard)
-            except Exception:
-                action = _unreadable()
-            if action is _CONTINUE:
-                yield chunk
-            elif action is Action.STOP_BEFORE:
-                self._stop()
-                return
-            elif action is Action.STOP_AFTER:
-                self._stop_after = True
-                yield chunk
-                self._end()  # the chunk that closed a deferred cut was passed on: stop now
-                return
+        chunk: Any = None
+        try:
+            for chunk in it:  # the upstream's errors leave through the handler below
+                try:
+                    action = apply(chunk, guard)
+                except Exception:
+                    action = _unreadable()
+                if action is _CONTINUE:
+                    yield chunk
+                elif action is _STOP_BEFORE or action is _STOP_AFTER:
+                    break
+                else:
+                    yield chunk
             else:
-                yield chunk
+                action = None
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            self._fail(exc)
+            raise  # the host's error, unchanged
+        if action is None:
+            self._finish()
+        elif action is _STOP_BEFORE:
+            self._stop()
+        else:
+            self._stop_after = True
+            yield chunk
+            self._end()  # the chunk that closed a deferred cut was passed on: stop now
 
     def _end(self) -> None:
         if not self._done:  # the chunk that closed a deferred cut was passed on: stop now

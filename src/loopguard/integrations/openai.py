@@ -93,10 +93,13 @@ def apply_chat_chunk(chunk: Any, guard: StreamGuard) -> Action:
                 choice = choices[0]
                 if choice.__class__ is _DICT and choice["finish_reason"] is None and choice["index"] == 0:
                     delta = choice["delta"]
-                    if delta.__class__ is _DICT and not delta.get("tool_calls"):
-                        content = delta.get("content")
-                        if "reasoning_content" in delta or "reasoning" in delta:
-                            reasoning = (delta.get("reasoning_content"), delta.get("reasoning"))
+                    if delta.__class__ is _DICT:
+                        if len(delta) == 1:  # a raw SSE delta: {"content": ...} alone, usually
+                            content = delta.get("content")
+                        elif not delta.get("tool_calls"):
+                            content = delta.get("content")
+                            if "reasoning_content" in delta or "reasoning" in delta:
+                                reasoning = (delta.get("reasoning_content"), delta.get("reasoning"))
         elif type(chunk) in _CHUNKS or _admit(_CHUNKS, _NOT_CHUNKS, type(chunk), ("choices",), ()):
             choices = chunk.choices
             if type(choices) is list and len(choices) == 1:
