@@ -435,7 +435,12 @@ class StreamGuard:
     Creating the guard starts a new attempt of the session and attaches the guard to it
     (:meth:`Session.attach_stream`: an older live stream of the session becomes a
     pass-through).  :attr:`state` is the lifecycle (:class:`StreamState`).  Not
-    thread-safe; one guard per stream.
+    thread-safe; one guard per stream.  While :meth:`Session.feed_window
+    <loopguard.session.Session.feed_window>` is open the guard holds a channel's deltas and
+    feeds the session them joined when it closes, before any other event and at the end (same
+    verdicts, detections and progress notes as feeding each delta): while a stream is live,
+    read its text from :attr:`outcome`, not from the session, and feed the session through
+    the guard only.
 
     Examples
     --------
