@@ -47,7 +47,8 @@ from typing import Any
 
 from .config import TextConfig
 from .errors import InputError
-from .redact import one_line, redact_secrets
+from .redact import redact_secrets
+from .terminal import printable
 
 __all__ = [
     "rate_text",
@@ -810,7 +811,7 @@ def evaluate_records(
 # --------------------------------------------------------------------------- human output
 
 
-_one_line = one_line  # newline as ⏎, other control characters as visible symbols
+_one_line = printable  # control, bidi and line-breaking characters as visible escapes
 
 
 def rate_text(k: int, n: int, digits: int = 2) -> str:
