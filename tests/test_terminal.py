@@ -168,3 +168,32 @@ def test_eval_prints_no_control_or_bidi_code_point(tmp_path: Path, capsys: pytes
     assert main(["eval", "--json", "--jobs", "1", str(path)]) == 0
     out, _ = capsys.readouterr()
     assert out.isascii() and len(out.splitlines()) == 1
+
+
+def test_eval_case_table_escapes_file_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from rich.console import Console
+
+    from loopguard.evaluate import evaluate, load_cases, render_rich_table
+
+    name = "case[bold red]" + BAD + "[/].txt"  # rich markup, and unsafe characters (NUL cannot be in a name)
+    (tmp_path / name).write_text("A short answer that does not loop.\n", encoding="utf-8")
+    (tmp_path / "index.json").write_text(
+        json.dumps([{"file": name, "kind": "text", "verdict": "not-loop"}]), encoding="utf-8"
+    )
+    assert main(["eval", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and raw_unsafe(out) == []
+    table = out.splitlines()
+    assert table[0].split() == ["file", "kind", "verdict", "outcome", "at", "latency", "detector"]
+    assert table[1].startswith(printable(name) + "  ")  # the one case row, its name escaped
+    assert table[1].split()[-5:] == ["not-loop", "clean", "-", "-", "-"]
+    # the rich table a terminal gets: cells are escaped and never read as markup
+    buffer = io.StringIO()
+    Console(file=buffer, width=400, force_terminal=False, color_system=None).print(
+        render_rich_table(evaluate(load_cases(tmp_path), "default"))
+    )
+    shown = buffer.getvalue()
+    assert raw_unsafe(shown) == []
+    assert printable(name) in shown
