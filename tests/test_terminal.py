@@ -177,7 +177,7 @@ def test_eval_case_table_escapes_file_names(tmp_path: Path, capsys: pytest.Captu
 
     from loopguard.evaluate import evaluate, load_cases, render_rich_table
 
-    name = "case[bold red]" + BAD + "[/].txt"  # rich markup, and unsafe characters (NUL cannot be in a name)
+    name = "case[bold red]" + BAD + "[link=x].txt"  # rich markup and unsafe characters (not NUL or /)
     (tmp_path / name).write_text("A short answer that does not loop.\n", encoding="utf-8")
     (tmp_path / "index.json").write_text(
         json.dumps([{"file": name, "kind": "text", "verdict": "not-loop"}]), encoding="utf-8"
