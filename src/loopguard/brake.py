@@ -398,7 +398,17 @@ class LoopBrake:
             The arguments cannot be hashed (raised by
             :func:`~loopguard.identity.call_hash`, naming the path of the bad
             value); the call is not counted.
+        TypeError
+            ``call_id`` is not hashable (e.g. a list); raised before anything is
+            counted.
         """
+        if call_id is not None:
+            try:
+                hash(call_id)
+            except TypeError:
+                raise TypeError(
+                    f"LoopBrake.check: call_id must be hashable (a str or int), not {type(call_id).__name__}"
+                ) from None
         digest = call_hash(tool, args)
         key = session_key(session_id)
         limit = self.max_repeats

@@ -9,6 +9,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
+from ..errors import reduce_error
 from .core import ToolGuard, _check_tool
 from .decisions import Decision, Intervention, logger
 
@@ -77,11 +78,16 @@ class ToolLoopCancelled(RuntimeError):
     result : Any
         The tool's result when the tool had already run (the breaker fired
         after it), else ``None``.
+
+    Pickles (and copies) with its message and attributes; it holds no argument.
     """
 
     def __init__(self, kind: str, rule: str, text: str, tool: str, result: Any = None) -> None:
         super().__init__(text)
         self.kind, self.rule, self.tool, self.result = kind, rule, tool, result
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_error(self)
 
 
 class ToolCallDenied(RuntimeError):
@@ -91,11 +97,17 @@ class ToolCallDenied(RuntimeError):
     ----------
     decision : Decision
         The guard's decision; ``str(error)`` is its reason.
+
+    Pickles (and copies) with its message and decision; the decision holds no argument
+    (its reason shows the redacted, capped preview the model was given).
     """
 
     def __init__(self, decision: Decision) -> None:
         super().__init__(decision.reason)
         self.decision = decision
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_error(self)
 
 
 class _Guarded:
