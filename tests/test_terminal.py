@@ -197,3 +197,37 @@ def test_eval_case_table_escapes_file_names(tmp_path: Path, capsys: pytest.Captu
     shown = buffer.getvalue()
     assert raw_unsafe(shown) == []
     assert printable(name) in shown
+
+
+# --------------------------------------------------------------------------- log records and errors
+
+
+def test_log_records_and_brake_errors_escape_tool_names(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from loopguard import LoopBrake, LoopBrakeError, ToolGuard, ToolLoopCancelled, wrap_tool
+
+    tool = "grep" + BAD
+    caplog.set_level(logging.DEBUG, logger="loopguard")
+    guard = ToolGuard()
+
+    def body(q: str) -> str:
+        return "same"
+
+    wrapped = wrap_tool(body, guard=guard, tool=tool)
+    with pytest.raises(ToolLoopCancelled):
+        for _ in range(10):
+            wrapped(q="x")
+    brake = LoopBrake(2)
+    brake.check(tool, {}, session_id="s" + BAD)
+    with pytest.raises(LoopBrakeError) as info:
+        brake.check(tool, {}, session_id="s" + BAD)
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) >= 5
+    assert [m for m in messages if raw_unsafe(m)] == []
+    assert f"deny repeat: {BAD_SHOWN.join(['grep', ''])} (call 2)" in messages  # ToolGuard's deny
+    assert any(m.startswith(f"repeat streak: grep{BAD_SHOWN} requested ") for m in messages)
+    quoted = printable(json.dumps(tool, ensure_ascii=False))
+    assert f"loop brake denied tool {quoted}: call " in messages[-1]
+    assert raw_unsafe(str(info.value)) == [] and str(info.value).startswith(f"loop brake: tool {quoted} called 2 times")
+    assert info.value.tool_name == tool  # the attribute keeps the name as given

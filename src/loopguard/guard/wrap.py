@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..errors import reduce_error
+from ..terminal import printable
 from .core import ToolGuard, _check_tool
 from .decisions import Decision, Intervention, logger
 
@@ -158,7 +159,9 @@ class _Guarded:
             elif isinstance(result, str) and not error:
                 result = result + "".join("\n\n" + n.text for n in notes)
             else:
-                logger.info("%d intervention(s) for %s not delivered (result is not a str)", len(notes), tool)
+                logger.info(
+                    "%d intervention(s) for %s not delivered (result is not a str)", len(notes), printable(tool)
+                )
         stop = next((n for n in notes if n.action == "cancel"), None)
         if stop is not None:
             raise ToolLoopCancelled(stop.kind, stop.rule, stop.text, tool, result)
@@ -169,7 +172,9 @@ class _Guarded:
         try:
             self.after(sid, cid, payload, decision, f"{type(exc).__name__}: {exc}", True)
         except Exception:
-            logger.info("guard signal after a failed %s call dropped: the tool's exception propagates", self.tool)
+            logger.info(
+                "guard signal after a failed %s call dropped: the tool's exception propagates", printable(self.tool)
+            )
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         sid, cid, payload, decision = self.before(args, kwargs)
