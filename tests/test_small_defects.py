@@ -289,15 +289,23 @@ def test_truncated_archive_reports_the_line_it_broke_in(tmp_path: Path, kind: st
     # hex digests hardly compress: many zstd blocks and gzip windows, each decodable on its own
     data = "".join(json.dumps({"text": hashlib.sha256(b"%d" % i).hexdigest()}) + "\n" for i in range(20000)).encode()
     whole = zstandard.ZstdCompressor().compress(data) if kind == "zst" else gzip.compress(data)
+    lines = []
     for fraction in (0.25, 0.5, 0.9):
         cut = whole[: int(len(whole) * fraction)]
         path = tmp_path / f"cut-{fraction}.jsonl.{kind}"
         path.write_bytes(cut)
         with pytest.raises(InputError, match=r"corrupt (gzip|zstd) data") as info:
             read_log(path)
-        readable = prefix_decodable(cut, kind)
+        readable = prefix_decodable(cut, kind)  # what any decoder gets out of the cut file
         assert data.startswith(readable) and len(readable) > 2 * _READ
-        line = info.value.line
-        assert line is not None
-        # the line it broke in, to within one read of _READ bytes (was: always line 1 for zstd)
-        assert readable[: len(readable) - 2 * _READ].count(b"\n") < line <= readable.count(b"\n") + 1, (fraction, line)
+        # the line it broke in, exactly (was: line 1, or up to a read of 8 KiB too early)
+        assert info.value.line == readable.count(b"\n") + 1
+        assert str(info.value).endswith(f" (after {len(readable)} bytes of decompressed data)")
+        lines.append(info.value.line)
+    assert 1 < lines[0] < lines[1] < lines[2] <= 20000
+    # a file shorter than one zstd block has nothing decodable once cut: line 1, 0 bytes
+    small = zstandard.ZstdCompressor().compress(data[:1000])
+    (tmp_path / "small.jsonl.zst").write_bytes(small[:-3])
+    with pytest.raises(InputError, match=r"\(after 0 bytes of decompressed data\)$") as info:
+        read_log(tmp_path / "small.jsonl.zst")
+    assert info.value.line == 1
