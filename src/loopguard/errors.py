@@ -60,11 +60,11 @@ def reduce_error(error: BaseException, state: dict[str, Any] | None = None) -> t
 
 
 def reduce_cancelled(error: BaseException) -> tuple[Any, ...]:
-    """How :class:`loopguard.LoopGuardCancelled` pickles (registered with :mod:`copyreg`).
+    """How :class:`loopguard.LoopGuardCancelled` pickles and copies (registered with :mod:`copyreg`).
 
     The message and the outcome are kept, but not the argument text of the outcome's tool
     calls (arguments carry secrets): each ``StreamToolCall.arguments`` is ``""`` after
-    unpickling.
+    unpickling (or copying).
 
     Parameters
     ----------
