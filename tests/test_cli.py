@@ -270,7 +270,7 @@ def test_human_output_shows_kind_offsets_excerpt_and_cut(tmp_path: Path, capsys:
     expected = [f"{path} [plain]: loops found"]
     for d in found:
         end = d.cut if d.cut > d.start else d.start + 80  # pool: cut == start, show 80 chars from start
-        excerpt = text[d.start : min(end, d.start + 80)].replace("\n", "⏎")
+        excerpt = text[d.start : min(end, d.start + 80)].replace("\n", "\\n")
         expected += [
             f"  LOOP    text · {d.kind} · position {d.position} · start {d.start} · cut {d.cut}",
             f"          {'repeats' if d.cut > d.start else 'from start'}: “{excerpt}”",
@@ -278,7 +278,8 @@ def test_human_output_shows_kind_offsets_excerpt_and_cut(tmp_path: Path, capsys:
         ]
     assert code == 1
     assert out.splitlines() == [*expected, "scanned 1 file: 1 with loops, 0 without, 0 unreadable"]
-    assert expected[2] == "          repeats: “The cache is stale,⏎so I flush it and check again. ”"  # the 51-char unit
+    # the 51-char unit, its newline shown as a visible escape
+    assert expected[2] == "          repeats: “The cache is stale,\\nso I flush it and check again. ”"
 
 
 def test_tool_arguments_and_results_never_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -487,4 +488,4 @@ def test_control_characters_in_file_names_are_not_sent_to_the_terminal(
     code, out, _ = run(capsys, "scan", "--all", path)
     assert code == 0
     assert "\x1b" not in out
-    assert out.splitlines()[0] == f"{tmp_path}/evil\u241b[31mRED⏎name.txt [plain]: clean"
+    assert out.splitlines()[0] == f"{tmp_path}/evil\\x1b[31mRED\\nname.txt [plain]: clean"

@@ -14,6 +14,7 @@ reworded searches, errors walked around) are stopped by :class:`ToolGuard`;
 
 from __future__ import annotations
 
+import copyreg as _copyreg
 import logging as _logging
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
@@ -29,7 +30,7 @@ from .brake import (
     wrap_execute,
 )
 from .config import DETECTOR_KINDS, PROFILES, TextConfig
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, reduce_cancelled
 from .guard import (
     GUARD_KINDS,
     GUARD_RULES,
@@ -46,6 +47,9 @@ from .results import normalize_result, result_digest
 from .session import Session, SessionConfig, SessionState, Verdict
 from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, StreamState
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text, scan_tokens
+
+# LoopGuardCancelled pickles without its tool calls' argument text (loopguard.errors.reduce_cancelled)
+_copyreg.pickle(LoopGuardCancelled, reduce_cancelled)
 
 # a library logs; the application decides where to (no "last resort" output to stderr)
 _logging.getLogger("loopguard").addHandler(_logging.NullHandler())

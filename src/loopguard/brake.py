@@ -49,6 +49,7 @@ from .guard.state import BoundedTable
 from .guard.streak import Streak
 from .guard.wrap import accepts_keyword, is_async, split_call
 from .identity import call_hash, session_key
+from .terminal import printable
 
 __all__ = [
     "DEFAULT_MAX_REPEATS",
@@ -130,7 +131,7 @@ class LoopBrakeError(Exception):
         self.hash_prefix = hash_prefix[:12]
         self.session_id = session_id
         times = "time" if count == 1 else "times"
-        quoted = json.dumps(tool_name, ensure_ascii=False)
+        quoted = printable(json.dumps(tool_name, ensure_ascii=False))  # no bidi or C1 control: it may be printed
         super().__init__(
             f"loop brake: tool {quoted} called {count} {times} in a row with identical arguments "
             f"(call {self.hash_prefix}…, limit {max_repeats}); the call was denied before it ran. "
@@ -398,7 +399,17 @@ class LoopBrake:
             The arguments cannot be hashed (raised by
             :func:`~loopguard.identity.call_hash`, naming the path of the bad
             value); the call is not counted.
+        TypeError
+            ``call_id`` is not hashable (e.g. a list); raised before anything is
+            counted.
         """
+        if call_id is not None:
+            try:
+                hash(call_id)
+            except TypeError:
+                raise TypeError(
+                    f"LoopBrake.check: call_id must be hashable (a str or int), not {type(call_id).__name__}"
+                ) from None
         digest = call_hash(tool, args)
         key = session_key(session_id)
         limit = self.max_repeats
@@ -423,11 +434,11 @@ class LoopBrake:
                 level,
                 "loop brake %s tool %s: call %s…, %d in a row, limit %d, session %s%s",
                 "denied" if denied_at else "allowed",
-                json.dumps(tool, ensure_ascii=False),
+                printable(json.dumps(tool, ensure_ascii=False)),
                 digest[:12],
                 count,
                 limit,
-                json.dumps(key, ensure_ascii=False),
+                printable(json.dumps(key, ensure_ascii=False)),
                 " (call id seen before)" if repeated else "",
             )
         if denied_at:

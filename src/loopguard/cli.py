@@ -27,7 +27,8 @@ from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
 from .evaluate_runs import RUN_GROUP_KEYS
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
-from .redact import one_line, redact_secrets
+from .redact import redact_secrets
+from .terminal import printable
 from .text import CHANNELS, Detection, TextLoopDetector
 from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
 
@@ -252,12 +253,12 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
 
 
 def _show(text: str) -> str:
-    """Make an excerpt one safe line (:func:`loopguard.redact.one_line`)."""
-    return one_line(text)
+    """Make a field taken from a log one safe line (:func:`loopguard.terminal.printable`)."""
+    return printable(text)
 
 
 def _value(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else _show(str(value))
+    return _show(json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value))
 
 
 def where_label(where: dict[str, Any]) -> str:
@@ -308,7 +309,7 @@ def _run_line(run: ToolRun) -> str:
     results = {True: "results identical", False: "results differ", None: "results not logged"}[run.results_identical]
     calls = f"calls {run.calls[0]}–{run.calls[-1]}"
     span = span_label(run.where)
-    parts = [f"tool run: {run.tool} ×{run.count}", calls]
+    parts = [f"tool run: {_show(run.tool)} ×{run.count}", calls]
     if span and span != calls:  # a tool-call list's own "calls" span says it already
         parts.append(span)
     parts += [f"hash {run.hash_prefix}", results]
@@ -318,7 +319,7 @@ def _run_line(run: ToolRun) -> str:
 def _guard_line(finding: GuardFinding) -> str:
     label = {"notice": "notice", "deny": "DENY  ", "cancel": "CANCEL"}.get(finding.action, finding.action)
     rule = finding.kind if finding.kind == finding.rule else f"{finding.kind} ({finding.rule})"
-    parts = [f"tool call {finding.call}: {finding.tool}", rule]
+    parts = [f"tool call {finding.call}: {_show(finding.tool)}", rule]
     span = where_label(finding.where)
     if span:
         parts.append(span)
@@ -713,8 +714,9 @@ def _eval_command(args: argparse.Namespace) -> int:
 
 
 def _write(lines: list[str]) -> None:
+    """Print ``lines``, each made safe again as a whole (fields were made safe one by one)."""
     for line in lines:
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(printable(line) + "\n")
     sys.stdout.flush()
 
 

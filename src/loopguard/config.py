@@ -265,6 +265,17 @@ class TextConfig:
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("TextConfig is immutable; use .replace(**changes)")
 
+    def __copy__(self) -> TextConfig:
+        return self  # immutable: a copy is the same config
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TextConfig:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as ``(profile, every key)``; unpickling validates like the constructor."""
+        values = self.to_dict()
+        return _text_config, (values.pop("profile"), values)
+
     def replace(self, **changes: Any) -> TextConfig:
         """A copy with ``changes`` applied (validated like the constructor)."""
         values = self.to_dict()
@@ -310,6 +321,10 @@ class TextConfig:
         """Build from a mapping such as a parsed config file (``profile`` optional)."""
         values = dict(data)
         return cls(values.pop("profile", "default"), **values)
+
+
+def _text_config(profile: str, values: dict[str, Any]) -> TextConfig:
+    return TextConfig(profile, **values)
 
 
 TextConfig.__doc__ = (TextConfig.__doc__ or "").replace("{KEYS}", _keys_doc())

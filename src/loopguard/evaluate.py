@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from .config import TextConfig
 from .errors import InputError
+from .terminal import printable
 from .text import TextLoopDetector
 
 __all__ = [
@@ -749,11 +750,12 @@ _COLUMNS = ("file", "kind", "verdict", "outcome", "at", "latency", "detector")
 
 
 def _cell(value: Any) -> str:
-    return "-" if value is None else str(value)
+    return "-" if value is None else printable(str(value))  # a case file name is read from the index
 
 
 def table_rows(report: EvalReport) -> list[list[str]]:
-    """The table's cells, one row per case, in :data:`_COLUMNS` order (``-`` for ``None``)."""
+    """The table's cells, one row per case, in :data:`_COLUMNS` order (``-`` for ``None``;
+    made terminal-safe by :func:`loopguard.terminal.printable`)."""
     return [[_cell(r.to_dict()[c]) for c in _COLUMNS] for r in report.results]
 
 

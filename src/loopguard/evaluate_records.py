@@ -38,6 +38,7 @@ import gzip
 import json
 import math
 import os
+import stat
 import statistics
 import zlib
 from collections import Counter
@@ -46,8 +47,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import TextConfig
-from .errors import InputError
-from .redact import one_line, redact_secrets
+from .errors import InputError, os_error_reason
+from .redact import redact_secrets
+from .terminal import printable
 
 __all__ = [
     "rate_text",
@@ -261,15 +263,25 @@ def record_files(path: str) -> list[str]:
     Raises
     ------
     InputError
-        when the path does not exist.
+        when the path does not exist (or is a symbolic link loop), or a folder
+        in it cannot be listed (e.g. permission denied).
     """
-    if os.path.isfile(path):
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise InputError(os_error_reason(path, exc), path=path) from None
+    if stat.S_ISREG(mode):
         return [path]
-    if not os.path.isdir(path):
-        raise InputError("no such file or directory", path=path)
+    if not stat.S_ISDIR(mode):
+        raise InputError("not a regular file or directory", path=path)
+
+    def unlisted(exc: OSError) -> None:
+        directory = str(exc.filename) if exc.filename is not None else path
+        raise InputError(f"cannot list this directory: {os_error_reason(directory, exc)}", path=directory)
+
     return sorted(
         os.path.join(root, name)
-        for root, _dirs, names in os.walk(path)
+        for root, _dirs, names in os.walk(path, onerror=unlisted)
         for name in names
         if name.endswith((".jsonl", ".jsonl.gz"))
     )
@@ -810,7 +822,7 @@ def evaluate_records(
 # --------------------------------------------------------------------------- human output
 
 
-_one_line = one_line  # newline as ⏎, other control characters as visible symbols
+_one_line = printable  # control, bidi and line-breaking characters as visible escapes
 
 
 def rate_text(k: int, n: int, digits: int = 2) -> str:

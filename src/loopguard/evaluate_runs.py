@@ -41,7 +41,7 @@ from typing import Any
 
 from .evaluate_records import rate_text, wilson
 from .guard import ToolGuard, ToolGuardConfig
-from .redact import one_line
+from .terminal import printable as one_line
 
 __all__ = [
     "RUN_GROUP_KEYS",

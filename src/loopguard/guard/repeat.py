@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import messages
 from ..results import summarize_result
+from ..terminal import printable
 from .context import call_key, parse_args
 from .decisions import Decision, deny, logger, notice
 from .state import KeyState
@@ -92,7 +93,7 @@ def before(c: Call) -> Decision | None:
         k.escapes += 1
         k.escaping = True
         k.denied = False
-        logger.info("escape run: %s (call %d)", c.tool, c.index)
+        logger.info("escape run: %s (call %d)", printable(c.tool), c.index)
         escape_run = {"escape_run": True, "count": k.same, "hash": digest}
         return Decision("allow", "repeat", "", RULE, c.tool, c.index, escape_run)
     k.denied = True

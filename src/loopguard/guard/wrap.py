@@ -9,6 +9,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
+from ..errors import reduce_error
+from ..terminal import printable
 from .core import ToolGuard, _check_tool
 from .decisions import Decision, Intervention, logger
 
@@ -77,11 +79,16 @@ class ToolLoopCancelled(RuntimeError):
     result : Any
         The tool's result when the tool had already run (the breaker fired
         after it), else ``None``.
+
+    Pickles (and copies) with its message and attributes; it holds no argument.
     """
 
     def __init__(self, kind: str, rule: str, text: str, tool: str, result: Any = None) -> None:
         super().__init__(text)
         self.kind, self.rule, self.tool, self.result = kind, rule, tool, result
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_error(self)
 
 
 class ToolCallDenied(RuntimeError):
@@ -91,11 +98,17 @@ class ToolCallDenied(RuntimeError):
     ----------
     decision : Decision
         The guard's decision; ``str(error)`` is its reason.
+
+    Pickles (and copies) with its message and decision; the decision holds no argument
+    (its reason shows the redacted, capped preview the model was given).
     """
 
     def __init__(self, decision: Decision) -> None:
         super().__init__(decision.reason)
         self.decision = decision
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return reduce_error(self)
 
 
 class _Guarded:
@@ -146,7 +159,9 @@ class _Guarded:
             elif isinstance(result, str) and not error:
                 result = result + "".join("\n\n" + n.text for n in notes)
             else:
-                logger.info("%d intervention(s) for %s not delivered (result is not a str)", len(notes), tool)
+                logger.info(
+                    "%d intervention(s) for %s not delivered (result is not a str)", len(notes), printable(tool)
+                )
         stop = next((n for n in notes if n.action == "cancel"), None)
         if stop is not None:
             raise ToolLoopCancelled(stop.kind, stop.rule, stop.text, tool, result)
@@ -157,7 +172,9 @@ class _Guarded:
         try:
             self.after(sid, cid, payload, decision, f"{type(exc).__name__}: {exc}", True)
         except Exception:
-            logger.info("guard signal after a failed %s call dropped: the tool's exception propagates", self.tool)
+            logger.info(
+                "guard signal after a failed %s call dropped: the tool's exception propagates", printable(self.tool)
+            )
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         sid, cid, payload, decision = self.before(args, kwargs)

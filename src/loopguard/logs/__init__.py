@@ -18,11 +18,12 @@ and hands it to that format's reader, which returns
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, os_error_reason
 from .chat import read_chat, read_chat_records
 from .claude_code import read_claude_code
 from .dataset import read_dataset
@@ -110,8 +111,10 @@ def expand_paths(paths: Iterable[str | Path]) -> list[tuple[str, InputError | No
     Returns
     -------
     list[tuple[str, InputError | None]]
-        ``(path, None)`` per file, ``(path, error)`` for a path that does not
-        exist or is not a regular file or directory.
+        ``(path, None)`` per file, ``(path, error)`` for a path that cannot be
+        scanned: it does not exist, is not a regular file or directory, is a
+        symbolic link loop or a broken link, or is a directory that cannot be
+        listed (e.g. permission denied) -- given or met inside a walked directory.
     """
     out: list[tuple[str, InputError | None]] = []
     seen: set[str] = set()
@@ -123,22 +126,41 @@ def expand_paths(paths: Iterable[str | Path]) -> list[tuple[str, InputError | No
 
     for raw in paths:
         path = str(raw)
-        if os.path.isdir(path):
-            for found in _walk(path):
-                add(found)
-        elif os.path.isfile(path):
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            add(path, InputError(os_error_reason(path, exc), path=path))
+            continue
+        if stat.S_ISDIR(mode):
+            for found, error in _walk(path):
+                add(found, error)
+        elif stat.S_ISREG(mode):
             add(path)
-        elif os.path.exists(path):
-            add(path, InputError("not a regular file or directory", path=path))
         else:
-            add(path, InputError("no such file or directory", path=path))
+            add(path, InputError("not a regular file or directory", path=path))
     return out
 
 
-def _walk(root: str) -> list[str]:
-    found = []
-    for directory, dirnames, filenames in os.walk(root):
+def _walk(root: str) -> list[tuple[str, InputError | None]]:
+    found: list[tuple[str, InputError | None]] = []
+
+    def unlisted(exc: OSError) -> None:
+        directory = str(exc.filename) if exc.filename is not None else root
+        found.append(
+            (directory, InputError(f"cannot list this directory: {os_error_reason(directory, exc)}", path=directory))
+        )
+
+    for directory, dirnames, filenames in os.walk(root, onerror=unlisted):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        paths = (os.path.join(directory, f) for f in filenames if not f.startswith("."))
-        found += [p for p in paths if os.path.isfile(p)]  # no FIFOs, sockets or devices
-    return sorted(found, key=lambda p: Path(p).relative_to(root).parts)
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                found.append((path, InputError(os_error_reason(path, exc), path=path)))
+                continue
+            if stat.S_ISREG(mode):  # no FIFOs, sockets or devices
+                found.append((path, None))
+    return sorted(found, key=lambda item: Path(item[0]).relative_to(root).parts)

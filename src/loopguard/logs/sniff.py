@@ -41,7 +41,7 @@ Records = list[tuple["int | None", dict[str, Any]]]
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHUNK = 1 << 16
-_READ = 1 << 13  # decompressed bytes per read: the granularity of a corrupt stream's line number
+_READ = 1 << 13  # decompressed bytes per read (read1: a corrupt stream loses nothing already decoded)
 _JSON_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".traj"})
 _JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 _COMPRESSED_SUFFIXES = {".gz": "gzip", ".zst": "zstd"}
@@ -167,12 +167,18 @@ def _read_bytes(path: str | Path) -> bytes:
     kind = compression_of(path)
     chunks: list[bytes] = []
     with open_maybe_compressed(path) as fh:
+        read = getattr(fh, "read1", fh.read)  # one raw read at a time: nothing decoded is lost on an error
         try:
-            while chunk := fh.read(_READ):
+            while chunk := read(_READ):
                 chunks.append(chunk)
         except (OSError, EOFError, zlib.error, zstandard.ZstdError) as exc:
-            line = b"".join(chunks).count(b"\n") + 1
-            raise InputError(f"corrupt {kind or 'file'} data: {exc}", path=str(path), line=line) from exc
+            decoded = b"".join(chunks)
+            line = decoded.count(b"\n") + 1  # the line it broke in (zstd decodes whole blocks of <= 128 KiB)
+            raise InputError(
+                f"corrupt {kind or 'file'} data: {exc} (after {len(decoded)} bytes of decompressed data)",
+                path=str(path),
+                line=line,
+            ) from exc
     return b"".join(chunks)
 
 

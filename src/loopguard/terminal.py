@@ -1,0 +1,80 @@
+r"""The one sanitiser for text that ``loopguard`` prints to a terminal.
+
+Every human-readable line the ``loopguard`` command writes (``scan``, ``eval``; stdout and
+stderr) goes through :func:`printable`, field by field and once more as a whole line, so a
+tool name, record id, file name, excerpt or error message taken from a log can neither move
+the cursor, recolour, retitle or ring the terminal, nor start a line of its own (a forged
+``LOOP`` line), nor reorder what is shown (bidi overrides).
+
+``--json`` output is written with :func:`json.dumps`' default ``ensure_ascii=True``: every
+non-ASCII code point, U+202E and U+009B included, and every control character is a
+``\uXXXX`` escape, so a JSON line carries no raw control or bidi code point either (and a
+JSON reader gets the original text back).
+
+>>> printable("evil\x1b[31mRED\nLOOP\u202e")
+'evil\\x1b[31mRED\\nLOOP\\u202e'
+"""
+
+from __future__ import annotations
+
+__all__ = ["UNSAFE", "printable"]
+
+_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+
+
+def _unsafe_code_points() -> list[int]:
+    codes = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]  # C0 controls, DEL, C1 controls
+    codes += [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]  # bidi marks
+    codes += [0x2028, 0x2029]  # line and paragraph separators: a line break to some renderers
+    codes += range(0xD800, 0xE000)  # lone surrogates: cannot be encoded for the terminal
+    return codes
+
+
+UNSAFE: frozenset[int] = frozenset(_unsafe_code_points())
+"""The code points :func:`printable` escapes: C0 controls (U+0000–U+001F), DEL (U+007F), C1
+controls (U+0080–U+009F), the bidi marks, embeddings, overrides and isolates (U+061C,
+U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), the line and paragraph separators (U+2028,
+U+2029) and the surrogates (U+D800–U+DFFF, which only occur unpaired in a ``str``)."""
+
+
+def _escape(code: int) -> str:
+    if code in _NAMED:
+        return _NAMED[code]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_TABLE: dict[int, str] = {code: _escape(code) for code in UNSAFE}
+
+
+def printable(text: str) -> str:
+    r"""``text`` as one line that is safe to print to a terminal.
+
+    Every code point in :data:`UNSAFE` becomes a visible escape: ``\n``, ``\r``, ``\t`` for
+    newline, carriage return and tab; ``\xHH`` for the other C0 controls, DEL and C1
+    controls (ESC is ``\x1b``, CSI ``\x9b``); ``\uHHHH`` for the bidi controls, U+2028,
+    U+2029 and lone surrogates (``\u202e``).  Everything else, a backslash included, is
+    kept as it is, so the result is idempotent (``printable(printable(s)) ==
+    printable(s)``).  Linear time: one table lookup per code point.
+
+    Parameters
+    ----------
+    text : str
+        Any text (a tool name, record id, file name, excerpt, reason, error message).
+
+    Returns
+    -------
+    str
+        The text with no control, bidi or line-breaking code point; as long as ``text``
+        when there was nothing to escape.
+
+    Raises
+    ------
+    TypeError
+        ``text`` is not a ``str``.
+
+    >>> printable("a\tb\x07c\x9b2J\u2066d")
+    'a\\tb\\x07c\\x9b2J\\u2066d'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"printable() needs a str, not {type(text).__name__}")
+    return text.translate(_TABLE)
