@@ -14,7 +14,6 @@ reworded searches, errors walked around) are stopped by :class:`ToolGuard`;
 
 from __future__ import annotations
 
-import copyreg as _copyreg
 import logging as _logging
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
@@ -30,7 +29,7 @@ from .brake import (
     wrap_execute,
 )
 from .config import DETECTOR_KINDS, PROFILES, TextConfig
-from .errors import ConfigError, InputError, reduce_cancelled
+from .errors import ConfigError, InputError
 from .guard import (
     GUARD_KINDS,
     GUARD_RULES,
@@ -47,9 +46,6 @@ from .results import normalize_result, result_digest
 from .session import Session, SessionConfig, SessionState, Verdict
 from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, StreamState
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text, scan_tokens
-
-# LoopGuardCancelled pickles without its tool calls' argument text (loopguard.errors.reduce_cancelled)
-_copyreg.pickle(LoopGuardCancelled, reduce_cancelled)
 
 # a library logs; the application decides where to (no "last resort" output to stderr)
 _logging.getLogger("loopguard").addHandler(_logging.NullHandler())

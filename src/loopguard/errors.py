@@ -60,7 +60,7 @@ def reduce_error(error: BaseException, state: dict[str, Any] | None = None) -> t
 
 
 def reduce_cancelled(error: BaseException) -> tuple[Any, ...]:
-    """How :class:`loopguard.LoopGuardCancelled` pickles and copies (registered with :mod:`copyreg`).
+    """How :class:`loopguard.LoopGuardCancelled` pickles and copies (its ``__reduce__``).
 
     The message and the outcome are kept, but not the argument text of the outcome's tool
     calls (arguments carry secrets): each ``StreamToolCall.arguments`` is ``""`` after

@@ -70,7 +70,7 @@ from typing import Any, Literal
 
 from . import messages
 from .attempts import JOIN_EVERY, AttemptRecorder
-from .errors import ConfigError
+from .errors import ConfigError, reduce_cancelled
 from .session import _ALLOW, Session, Verdict
 from .text import Detection
 
@@ -362,6 +362,11 @@ class LoopGuardCancelled(RuntimeError):
             "cut without resume (max_consecutive_rescues)"
         )
         self.outcome = outcome
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles and copies keep the message and the outcome, without the tool calls'
+        argument text (:func:`loopguard.errors.reduce_cancelled`)."""
+        return reduce_cancelled(self)
 
 
 class StreamState(enum.Enum):
