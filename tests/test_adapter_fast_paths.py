@@ -489,3 +489,14 @@ def test_held_deltas_change_nothing_in_long_loops(profile: str, unit: str, size:
     with pytest.MonkeyPatch.context() as m:
         m.setattr(session_module.Session, "feed_window", lambda self, channel: (0, float("-inf")))
         assert held == _guarded_steps(events, profile, "cut")
+
+
+def test_attempt_recorder_joins_each_code_point_once() -> None:
+    """Every 512 deltas become one segment that is never joined again (issue 21: the whole text
+    was re-joined every 512 deltas, quadratic in the attempt's length)."""
+    rec = AttemptRecorder()
+    for _ in range(512 * 3 + 5):
+        rec.add("text", "abcd")
+    parts = rec.parts["text"]
+    assert [len(p) for p in parts] == [2048, 2048, 2048] + [4] * 5
+    assert rec.text("text") == "abcd" * (512 * 3 + 5)

@@ -63,6 +63,7 @@ class AttemptRecorder:
     """
 
     __slots__ = (
+        "_joined",
         "_limit",
         "calls",
         "call_count",
@@ -80,6 +81,9 @@ class AttemptRecorder:
         self._limit = _UNBOUNDED if max_chars is None else max_chars
         self.max_calls = max_calls
         self.parts: dict[str, list[str]] = {channel: [] for channel in CHANNELS}
+        # per channel, how many leading parts are joined segments (each JOIN_EVERY deltas):
+        # a segment is never joined again, so each code point is copied once
+        self._joined = dict.fromkeys(CHANNELS, 0)
         self.calls: list[Any] = []
         self.kept = 0
         self.reasoning_chars = 0
@@ -105,8 +109,10 @@ class AttemptRecorder:
         parts = self.parts[channel]
         parts.append(delta)
         self.kept = kept
-        if len(parts) >= JOIN_EVERY:
-            parts[:] = ["".join(parts)]
+        joined = self._joined[channel]
+        if len(parts) - joined >= JOIN_EVERY:
+            parts[joined:] = ["".join(parts[joined:])]
+            self._joined[channel] = joined + 1
         return True
 
     def add_call(self, call: Any) -> bool:
@@ -123,6 +129,7 @@ class AttemptRecorder:
     def overflow(self) -> None:
         """Drop what is kept and keep nothing more of this attempt."""
         self.parts = {channel: [] for channel in CHANNELS}
+        self._joined = dict.fromkeys(CHANNELS, 0)
         self.calls = []
         self.kept = 0
         self.overflowed = True
