@@ -298,10 +298,10 @@ class TextLoopDetector(_Base):
             channels = list(self._streams)
             try:
                 raws = self._impl.finish_streams([self._streams[name] for name in channels])
-            except RuntimeError:
+            except RuntimeError as exc:  # (another thread feeds a channel)
                 raise RuntimeError(
-                    "TextLoopDetector.finish() refused: another thread is feeding this detector; "
-                    "nothing was finished (call finish() again once that feed returned)"
+                    f"TextLoopDetector.finish() refused ({exc}): nothing was finished; "
+                    "call finish() again once that feed returned"
                 ) from None
             finally:
                 # (a MemoryError still finished every stream: the detector is finished too)

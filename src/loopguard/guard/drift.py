@@ -9,9 +9,8 @@ within 3 calls (without it, at the first).
 
 The session remembers the content lines of those recent results as hashes (``hash()`` of each
 line, never the text): at most ``overlap_window`` results and :data:`~loopguard.guard.state.DRIFT_BYTES`
-(1 MiB) of hashes per session.  Past the bytes, the oldest results are forgotten first; a result
-whose lines alone take more (about 12,000 distinct lines) is compared with the others but not
-remembered.
+(1 MiB) of hashes per session.  Past the bytes, the oldest results are forgotten first (a
+result's line set holds at most 512 lines, about 50 KB of hashes: some 20 results fit).
 
 *Rewording*: a call of the same tool (not a shell command; not a change unless it failed)
 sharing half of its argument words with the previous one (Jaccard) and getting the identical
