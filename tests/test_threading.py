@@ -77,9 +77,9 @@ def test_two_first_feeds_lose_no_delta(impl: str) -> None:
 @pytest.mark.usefixtures("fast_switching")
 def test_feed_racing_finish_is_counted_or_raises(impl: str) -> None:
     """Two feeds and a finish at once: a finish that returned leaves a finished detector holding
-    every accepted delta; a refused finish leaves it open, and a later finish succeeds."""
+    every accepted delta; a refused finish leaves it open, and a later finish succeeds.  (The
+    refusal is rare in this race: the deterministic tests below make it happen.)"""
     trials = 1000 if impl == "cython" else 100
-    refused = 0
     for trial in range(trials):
         det = TextLoopDetector(implementation=impl)
         det.feed("x", "reasoning")  # a second open channel: finish is all channels or none
@@ -90,7 +90,6 @@ def test_feed_racing_finish_is_counted_or_raises(impl: str) -> None:
             with pytest.raises(RuntimeError, match="after finish"):
                 det.feed("late", "text")
         else:
-            refused += 1
             assert "nothing was finished" in outcome[2]
             assert not det.finished
             assert not det.stream("reasoning").finished
@@ -98,7 +97,6 @@ def test_feed_racing_finish_is_counted_or_raises(impl: str) -> None:
             assert det.finished
         assert det.stream("reasoning").finished and det.length("reasoning") == 1
         assert det.stream("text") is None or det.stream("text").finished
-    assert 0 <= refused <= trials
 
 
 def test_a_refused_finish_changes_nothing_reference() -> None:
