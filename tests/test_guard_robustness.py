@@ -172,7 +172,8 @@ def test_memory_per_session_is_bounded_by_counts() -> None:
     assert len(guard) == 3
     for state in guard._sessions.values():
         assert len(state.keys) <= 50
-        assert all(len(lines) <= 512 for _, _, lines in state.recent)
+        assert all(len(lines) <= 512 for _, _, lines, _ in state.recent)
+        assert state.recent_bytes == sum(size for *_, size in state.recent) <= 1 << 20
         assert len(state.seen) <= 4096
 
 

@@ -388,10 +388,21 @@ cdef class ChannelStream:
             free(symbols)
 
     def finish(self):
-        """End of stream: release held characters and run the last checkpoint."""
+        """End of stream: release held characters and run the last checkpoint.
+
+        Raises
+        ------
+        RuntimeError
+            when finished already, or while another thread feeds this stream (then
+            nothing changes: the stream stays open).
+        """
         if self.finished_:
             raise RuntimeError("this stream is finished; start a new one")
         self._enter()
+        return self._finish_entered()
+
+    cdef list _finish_entered(self):
+        """Finish a stream this thread has entered (``busy`` set); leaves it."""
         self.finished_ = True
         try:
             self._finish_nogil()
@@ -702,6 +713,52 @@ cdef class FeedBase:
                     return raw
                 return self._wrap(channel, raw)
         return self._feed(delta, channel)
+
+
+def finish_streams(streams):
+    """Finish every stream of ``streams`` (a list of :class:`ChannelStream`), all or none.
+
+    Returns one list of raw detections per stream, in order.  Every stream is entered
+    (its ``busy`` flag set) before any is finished, with the GIL held throughout, so a
+    feed of another thread either ran before (its input is in the last checkpoint) or
+    raises after; none interleaves.
+
+    Raises
+    ------
+    RuntimeError
+        when one of them is finished already or being fed by another thread: then
+        none is finished (each stays open, exactly as it was).
+    TypeError
+        for an item that is not a compiled :class:`ChannelStream` (nothing changes).
+    """
+    cdef list items = list(streams)
+    cdef ChannelStream stream
+    cdef Py_ssize_t i, n = len(items), entered = 0
+    for item in items:
+        if type(item) is not ChannelStream:
+            raise TypeError(f"finish_streams() takes ChannelStream objects, not {type(item).__name__}")
+    try:
+        for i in range(n):
+            stream = <ChannelStream>items[i]
+            if stream.finished_:
+                raise RuntimeError("this stream is finished; start a new one")
+            stream._enter()
+            entered += 1
+    except BaseException:
+        for i in range(entered):
+            (<ChannelStream>items[i]).busy = False
+        raise
+    out = []
+    error = None
+    for i in range(n):
+        try:
+            out.append((<ChannelStream>items[i])._finish_entered())
+        except MemoryError as exc:  # finished all the same: finish the others, then raise
+            out.append([])
+            error = exc
+    if error is not None:
+        raise error
+    return out
 
 
 cdef int64_t _tokens_shift = _tokens.TOKEN_SHIFT

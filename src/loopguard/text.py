@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -148,8 +149,17 @@ class TextLoopDetector(_Base):
     Notes
     -----
     Memory is bounded per channel by the config (spec §1); nothing of the
-    caller's text is kept beyond the detectors' windows.  Not thread-safe:
-    use one detector per stream.
+    caller's text is kept beyond the detectors' windows.
+
+    Use one detector per stream, fed by one thread at a time.  Concurrent use is
+    refused, never lossy: a :meth:`feed` (or :meth:`feed_tokens`) of a channel that
+    another thread is feeding, and a :meth:`finish` while another thread feeds,
+    raise :class:`RuntimeError` and change nothing; every call that returns
+    normally has its input counted (:meth:`length`).  Two threads making the
+    first feed of a channel share one stream.  A refused :meth:`finish` leaves the
+    detector open (``finished`` is ``False``; call it again once the feed returned);
+    a feed racing a successful :meth:`finish` either ran before it (its text is in
+    the last checkpoint) or raises.
 
     Examples
     --------
@@ -179,6 +189,9 @@ class TextLoopDetector(_Base):
         # checkpoint count last looked at with the episode's length then
         self._weak: dict[str, list[Any]] = {}
         self._finished = False
+        # serialises what creates or closes streams (a channel's first delta, finish); the hot
+        # path of an open stream does not take it (the stream's own busy flag refuses a second feeder)
+        self._lock = threading.Lock()
 
     @property
     def implementation(self) -> str:
@@ -202,7 +215,6 @@ class TextLoopDetector(_Base):
 
     def _feed(self, delta: str, channel: str) -> list[Detection]:
         """Everything but the hot path: validation, a channel's first delta, a ``str`` subclass."""
-        stream = self._streams.get(channel) if isinstance(channel, str) else None
         if not isinstance(delta, str):
             raise TypeError(f"delta must be str, not {type(delta).__name__}")
         _check_channel(channel)
@@ -210,9 +222,18 @@ class TextLoopDetector(_Base):
             raise RuntimeError("TextLoopDetector.feed() after finish(): start a new detector per attempt")
         if not delta or not self.watches(channel):
             return []
-        if stream is None:
-            stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
-        return self._wrap(channel, stream.feed(delta))
+        return self._wrap(channel, self._open(channel, "feed").feed(delta))
+
+    def _open(self, channel: str, method: str) -> Any:
+        """The open stream of ``channel``, made on its first input: one stream even when two
+        threads bring the first input at once (a stream added after :meth:`finish` would lose it)."""
+        with self._lock:
+            if self._finished:
+                raise RuntimeError(f"TextLoopDetector.{method}() after finish(): start a new detector per attempt")
+            stream = self._streams.get(channel)
+            if stream is None:
+                stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
+            return stream
 
     def feed_tokens(self, ids: Any, channel: str = "text") -> list[Detection]:
         """Append token ids to ``channel`` and return the detections they revealed.
@@ -255,28 +276,43 @@ class TextLoopDetector(_Base):
             if not self.watches(channel):
                 token_symbols(token_view(ids))  # still refuse what is not token ids (type, shape, range)
                 return []
-            stream = self._streams[channel] = self._impl.ChannelStream(**self.config.stream_params(channel))
+            stream = self._open(channel, "feed_tokens")
         raw = stream.feed_tokens(ids)
         return self._wrap(channel, raw) if raw else []
 
     def finish(self) -> list[Detection]:
         """End of the attempt: run the last checkpoint of every channel.
 
+        All channels or none: every open stream is finished at once.
+
         Raises
         ------
         RuntimeError
-            when called twice.
+            when called twice, or while another thread is feeding one of the channels:
+            then nothing changes (``finished`` stays ``False``, the channels stay open);
+            call it again once that feed returned.
         """
-        if self._finished:
-            raise RuntimeError("TextLoopDetector.finish() called twice")
-        self._finished = True
-        out: list[Detection] = []
-        for channel, stream in self._streams.items():
-            out += self._wrap(channel, stream.finish())
-        # finished streams move aside: feed() then takes the slow path, which raises
-        self._closed = dict(self._streams)
-        self._streams.clear()  # (in place: the compiled feeder reads this dict)
-        return out
+        with self._lock:
+            if self._finished:
+                raise RuntimeError("TextLoopDetector.finish() called twice")
+            channels = list(self._streams)
+            try:
+                raws = self._impl.finish_streams([self._streams[name] for name in channels])
+            except RuntimeError as exc:  # (another thread feeds a channel)
+                raise RuntimeError(
+                    f"TextLoopDetector.finish() refused ({exc}): nothing was finished; "
+                    "call finish() again once that feed returned"
+                ) from None
+            finally:
+                # (a MemoryError still finished every stream: the detector is finished too)
+                self._finished = all(stream.finished for stream in self._streams.values())
+            # finished streams move aside: feed() then takes the slow path, which raises
+            self._closed = dict(self._streams)
+            self._streams.clear()  # (in place: the compiled feeder reads this dict)
+            out: list[Detection] = []
+            for channel, raw in zip(channels, raws):
+                out += self._wrap(channel, raw)
+            return out
 
     def stream(self, channel: str) -> Any:
         """The ``loopcore`` ``ChannelStream`` of ``channel`` (open or finished); ``None`` before

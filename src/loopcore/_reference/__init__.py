@@ -117,12 +117,13 @@ from .salad import (
     _item_line,
     _item_start,
 )
-from .stream import ChannelStream
+from .stream import ChannelStream, finish_streams
 
 __all__ = [
     "ChannelStream",
     "KINDS",
     "WHITESPACE",
+    "finish_streams",
     "smallest_periods",
     "split_sentences",
 ]

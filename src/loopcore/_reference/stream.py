@@ -142,7 +142,14 @@ class ChannelStream(Params):
             self._busy.release()
 
     def finish(self) -> list[tuple[str, int, int, int, dict[str, Any]]]:
-        """End of stream: release held characters and run the last checkpoint."""
+        """End of stream: release held characters and run the last checkpoint.
+
+        Raises
+        ------
+        RuntimeError
+            when finished already, or while another thread feeds this stream (then
+            nothing changes: the stream stays open).
+        """
         if self._finished:
             raise RuntimeError("this stream is finished; start a new one")
         if not self._busy.acquire(blocking=False):
@@ -204,3 +211,40 @@ class ChannelStream(Params):
                     out.append((kind, position, start, cut, evidence))
                     self._reported_strong[kind] = strong
             self._holding[kind] = holds
+
+
+def finish_streams(streams: list[ChannelStream]) -> list[list[tuple[str, int, int, int, dict[str, Any]]]]:
+    """Finish every stream of ``streams``, all or none: the twin of ``loopcore._core.finish_streams``.
+
+    Every stream's feed lock is taken before any is finished, so a feed of another thread
+    either ran before (its input is in the last checkpoint) or raises after.
+
+    Raises
+    ------
+    RuntimeError
+        when one of them is finished already or being fed by another thread: then none is
+        finished (each stays open, exactly as it was).
+    TypeError
+        for an item that is not a reference :class:`ChannelStream` (nothing changes).
+    """
+    items = list(streams)
+    for item in items:
+        if type(item) is not ChannelStream:
+            raise TypeError(f"finish_streams() takes ChannelStream objects, not {type(item).__name__}")
+    entered: list[ChannelStream] = []
+    try:
+        for stream in items:
+            if stream._finished:
+                raise RuntimeError("this stream is finished; start a new one")
+            if not stream._busy.acquire(blocking=False):
+                raise RuntimeError("ChannelStream is being fed by another thread; use one stream per thread")
+            entered.append(stream)
+    except BaseException:
+        for stream in entered:
+            stream._busy.release()
+        raise
+    try:
+        return [stream._finish() for stream in items]
+    finally:
+        for stream in items:
+            stream._busy.release()

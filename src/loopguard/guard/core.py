@@ -51,8 +51,13 @@ class ToolGuard:
     Thread-safe: one lock guards all sessions.  Memory: at most
     ``max_sessions`` sessions (least recently used evicted), each with at
     most ``max_keys_per_session`` call keys, 4096 seen (key, result) pairs,
-    ``overlap_window`` line sets, 256 call ids, the last calls of 64 tools
-    and a few dozen history entries.
+    the line hashes of ``overlap_window`` results (at most 1 MiB:
+    :data:`~loopguard.guard.state.DRIFT_BYTES`), 256 call ids, the last calls of
+    64 tools and a few dozen history entries.  Results are kept as hashes, but for
+    the start of each key's last result (``result_summary_chars`` x 2 + 256 code
+    points, for the "Previous result" summary of a denial); a call's arguments are
+    held from its ``before_call`` to its ``after_call`` (the session's next call at
+    the latest), as hashes after.
 
     Raises
     ------

@@ -7,6 +7,11 @@ confirmation echoes the file with the changed lines is not drift.  A near-copy i
 information; with ``drift_confirm`` (default) a notice comes when another near-copy follows
 within 3 calls (without it, at the first).
 
+The session remembers the content lines of those recent results as hashes (``hash()`` of each
+line, never the text): at most ``overlap_window`` results and :data:`~loopguard.guard.state.DRIFT_BYTES`
+(1 MiB) of hashes per session.  Past the bytes, the oldest results are forgotten first (a
+result's line set holds at most 512 lines, about 50 KB of hashes: some 20 results fit).
+
 *Rewording*: a call of the same tool (not a shell command; not a change unless it failed)
 sharing half of its argument words with the previous one (Jaccard) and getting the identical
 answer of fewer than 3 content lines is no new information, and a notice from the second in a row.
@@ -14,26 +19,40 @@ answer of fewer than 3 content lines is no new information, and a notice from th
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from .. import messages
 from .decisions import notice
+from .state import DRIFT_BYTES
 from .words import arg_words
 
 if TYPE_CHECKING:
     from .context import Call
+    from .state import SessionState
 
 __all__ = ["RULE", "after", "reworded"]
 
 RULE = "drift"
 _DRIFT_RECUR = 3  # a near-copy is a notice when another came at most this many executions before
 _REWORD_SHARE = 0.5  # a reworded call shares at least half of its argument words (Jaccard) with the last one
+_INT_BYTES = sys.getsizeof(1 << 62)  # one line hash (an int object of 64 bits)
 
 
-def _closest(c: Call) -> tuple[float, str, frozenset[str]] | None:
+def hashed_lines(lines: frozenset[str]) -> frozenset[int]:
+    """The hashes of ``lines`` (what the session remembers of a result: never its text)."""
+    return frozenset(map(hash, lines))
+
+
+def held_bytes(hashes: frozenset[int]) -> int:
+    """The bytes a remembered result's line hashes hold: the set and its int objects."""
+    return sys.getsizeof(hashes) + _INT_BYTES * len(hashes)
+
+
+def _closest(c: Call, lines: frozenset[int]) -> tuple[float, str, frozenset[int]] | None:
     """The most recent other key's result the lines overlap enough: (Jaccard, its tool, its lines)."""
-    lines, threshold = c.lines, c.cfg.overlap_threshold
-    for other_key, other_tool, other_lines in reversed(c.s.recent):
+    threshold = c.cfg.overlap_threshold
+    for other_key, other_tool, other_lines, _ in reversed(c.s.recent):
         if other_key == c.key or len(other_lines) < 3:
             continue
         small, large = sorted((len(lines), len(other_lines)))
@@ -46,23 +65,24 @@ def _closest(c: Call) -> tuple[float, str, frozenset[str]] | None:
     return None
 
 
-def _adds_a_line(c: Call, other_lines: frozenset[str]) -> bool:
+def _adds_a_line(c: Call, lines: frozenset[int], other_lines: frozenset[int]) -> bool:
     """A line absent from every recent result of other keys (decided once, by differences
     that shrink at each step)."""
-    rest = c.lines - other_lines
-    for key, _, lines in c.s.recent:
+    rest = lines - other_lines
+    for key, _, held, _ in c.s.recent:
         if not rest:
             break
         if key != c.key:
-            rest = rest - lines
+            rest = rest - held
     return bool(rest)
 
 
 def after(c: Call) -> None:
     """A near-copy of a recent result of another key: no new information; a notice when it recurs."""
     s, cfg = c.s, c.cfg
-    closest = _closest(c) if len(c.lines) >= 3 else None
-    if closest is not None and not _adds_a_line(c, closest[2]):
+    hashes = hashed_lines(c.lines)
+    closest = _closest(c, hashes) if len(hashes) >= 3 else None
+    if closest is not None and not _adds_a_line(c, hashes, closest[2]):
         overlap, other_tool, _ = closest
         c.drift = True
         recurs = s.executions - s.drift_at <= _DRIFT_RECUR
@@ -71,9 +91,19 @@ def after(c: Call) -> None:
             lines = len(c.lines)
             text = messages.render("drift_notice", c.lang, tool=c.tool, other=other_tool, overlap=overlap, lines=lines)
             c.out.append(notice(c.tool, c.index, "drift", RULE, text, {"overlap": round(overlap, 4), "lines": lines}))
-    s.recent.append((c.key, c.tool, c.lines))
-    while len(s.recent) > cfg.overlap_window:
-        s.recent.popleft()
+    _remember(s, c.key, c.tool, hashes, cfg.overlap_window)
+
+
+def _remember(s: SessionState, key: str, tool: str, hashes: frozenset[int], window: int) -> None:
+    """Add a result's line hashes to the session's recent results: at most ``window`` of them and
+    :data:`DRIFT_BYTES` in all (the oldest go first; a result larger than that alone is not kept)."""
+    size = held_bytes(hashes)
+    if size > DRIFT_BYTES:
+        return
+    s.recent.append((key, tool, hashes, size))
+    s.recent_bytes += size
+    while len(s.recent) > window or s.recent_bytes > DRIFT_BYTES:
+        s.recent_bytes -= s.recent.popleft()[3]
 
 
 def reworded(c: Call) -> None:

@@ -8,6 +8,9 @@ works; the failure was about its input: batch work over items of which some fail
 avoidance), or an alternative of it (a tool whose name starts with the failed tool's words but
 the last: ``find_user_id_by_``), or a call whose argument words include a word of the failure
 message.  A later failure starts a new watch.
+
+The watch holds the hashes of the failed call's path-like values (never the values: they are
+arguments, of any length), the failure message's words (of its first 2,000 characters) and counts.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ __all__ = ["RULE", "after"]
 
 RULE = "error_avoidance"
 
-Watch = tuple[str, str, frozenset[str], frozenset[str], int]  # (tool, family, paths, failure words, steps)
+# (tool, family, hashes of the paths, failure words, steps)
+Watch = tuple[str, str, frozenset[int], frozenset[str], int]
 
 
 def _remedies(c: Call, watch: Watch) -> bool:
@@ -33,7 +37,7 @@ def _remedies(c: Call, watch: Watch) -> bool:
     return bool(
         c.tool == w_tool
         or matches(c.tool, c.cfg.remedial_tools)
-        or (path_values(c.args) & w_paths)
+        or not w_paths.isdisjoint(map(hash, path_values(c.args)))
         or (w_family and tool_words(c.tool).startswith(w_family))
         or (w_words and arg_words(c.args) & w_words)
     )
@@ -45,7 +49,7 @@ def after(c: Call) -> None:
     if c.error:
         if c.lines or not cfg.ignore_boilerplate:
             failure_words = words(c.text[:2000]) if cfg.ignore_boilerplate else frozenset()
-            s.watch = (c.tool, family(c.tool), path_values(c.args), failure_words, 0)
+            s.watch = (c.tool, family(c.tool), frozenset(map(hash, path_values(c.args))), failure_words, 0)
         else:
             s.watch = None
         return

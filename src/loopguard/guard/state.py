@@ -28,6 +28,9 @@ SEEN_MAX = 4096
 CALL_IDS_MAX = 256
 #: tools whose last call a session remembers (as hashes) for rewording
 REWORD_TOOLS = 64
+#: bytes of line hashes a session keeps for ``drift`` (its recent results' content lines, hashed:
+#: about 12,000 distinct lines); past it the oldest results are forgotten
+DRIFT_BYTES = 1 << 20
 
 
 class BoundedTable(OrderedDict[K, V]):
@@ -151,6 +154,7 @@ class SessionState:
         "keys",
         "seen",
         "recent",
+        "recent_bytes",
         "epoch",
         "history",
         "cycle_noticed",
@@ -183,12 +187,14 @@ class SessionState:
     def __init__(self, now: float, max_keys: int) -> None:
         self.keys: BoundedTable[str, KeyState] = BoundedTable(max_keys)
         self.seen: BoundedTable[int, None] = BoundedTable(SEEN_MAX)  # hashes of (call key, result hash)
-        self.recent: deque[tuple[str, str, frozenset[str]]] = deque()  # (key, tool, lines): drift
+        # drift: (key, tool, hashes of its content lines, their bytes) of recent results
+        self.recent: deque[tuple[str, str, frozenset[int], int]] = deque()
+        self.recent_bytes = 0  # the bytes of the hashes in ``recent`` (at most DRIFT_BYTES)
         self.epoch = 0
         self.history: deque[tuple[str, str, str]] = deque()  # (key, result hash, tool) of executions
         self.cycle_noticed: set[tuple[int, int]] = set()
-        # error_avoidance: (tool, its name family, paths, the failure's words, calls since)
-        self.watch: tuple[str, str, frozenset[str], frozenset[str], int] | None = None
+        # error_avoidance: (tool, its name family, hashes of its paths, the failure's words, calls since)
+        self.watch: tuple[str, str, frozenset[int], frozenset[str], int] | None = None
         self.no_new = 0  # no_progress: calls in a row without new information
         self.breaker = 0  # circuit_breaker: calls with interventions since new information
         self.breaker_index = -1  # last call index counted in ``breaker``
