@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from . import identity
-from .redact import redact_secrets
+from .redact import redact_head, redact_secrets, redact_value
 from .results import stable_text
 
 __all__ = ["SOURCE", "LANGUAGES", "pick_language", "render", "arguments_preview", "TEMPLATES"]
@@ -288,6 +288,7 @@ def render(template: str, language: str, **fields: Any) -> str:
 
 def arguments_preview(args: Any, limit: int) -> str:
     """At most ``limit`` characters of the arguments as compact canonical JSON,
+    secret-named keys hiding whatever they hold (:func:`loopguard.redact.redact_value`),
     redacted before the cut (``…`` marks a cut and is not counted); ``""``
     when ``limit`` is 0.
 
@@ -297,10 +298,14 @@ def arguments_preview(args: Any, limit: int) -> str:
     if limit <= 0:
         return ""
     try:
-        text = identity.canonical_json(identity.parse_args(args), name="args")
+        value = redact_value(identity.parse_args(args))  # a secret-named key hides whatever it holds
+    except (ValueError, RecursionError):  # bytes that are not UTF-8, JSON nested too deep to parse
+        value = redact_value(args)
+    try:
+        text = identity.canonical_json(value, name="args")
     except (TypeError, ValueError, RecursionError):  # NaN, sets, objects, cycles, very deep values
-        text = stable_text(args)
+        text = stable_text(value)
     # redacted before the cut (a cut secret would no longer look like one), over the part that can
-    # reach the preview: a secret starting there is shorter than 4,096 characters
-    shown = redact_secrets(text[: limit + 4096])
-    return shown[:limit] + ("…" if len(shown) > limit or len(text) > limit + 4096 else "")
+    # reach the preview plus SECRET_MARGIN: a secret starting in the preview is read whole
+    shown, cut = redact_head(text, limit)
+    return shown + ("…" if cut else "")

@@ -49,7 +49,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_MARGIN", "redact_excerpt", "redact_head", "redact_secrets", "redact_value", "secret_spans"]
+__all__ = [
+    "REDACTED",
+    "SECRET_MARGIN",
+    "redact_excerpt",
+    "redact_head",
+    "redact_secrets",
+    "redact_value",
+    "secret_spans",
+    "whole_words_head",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -375,21 +384,30 @@ def redact_excerpt(text: str, start: int, stop: int, *, margin: int = SECRET_MAR
         spans.append((lo, blank.start() if blank else hi))
         spans += _pem_before(text, lo, hi)
     if hi < len(text) and not text[hi].isspace():  # ... or by the right edge: a secret's head
-        blank = max(text.rfind(" ", lo, hi), text.rfind("\n", lo, hi), text.rfind("\t", lo, hi))
-        spans.append((blank + 1 if blank >= 0 else lo, hi))
+        last = max(text.rfind(" ", lo, hi), text.rfind("\n", lo, hi), text.rfind("\t", lo, hi))
+        spans.append((last + 1 if last >= 0 else lo, hi))
     return _render(text, _merge(spans), start, stop)
+
+
+def whole_words_head(text: str, size: int) -> str:
+    """The first ``size`` code points of ``text`` for later redaction: when ``text`` goes on,
+    the word the cut falls in is dropped (it may be the head of a secret too short to be
+    recognised, ``AKIA12`` or ``https://u:pa``) and ``…`` marks the cut.
+
+    >>> whole_words_head("key AKIAIOSFODNN7EXAMPLE", 10)
+    'key …'
+    """
+    if len(text) <= size:
+        return text
+    head = text[:size]
+    blank = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return head[: blank + 1] + "…"
 
 
 def _pem_before(text: str, lo: int, hi: int) -> list[Span]:
     """The part of ``[lo, hi)`` inside a PEM key body whose BEGIN marker lies before ``lo``."""
-    last_begin = last_end = None
-    for last_begin in _PEM_BEGIN.finditer(text, max(0, lo - PEM_LOOKBACK), lo):
-        pass
-    if last_begin is None:
-        return []
-    for last_end in _PEM_END.finditer(text, last_begin.end(), lo):
-        pass
-    if last_end is not None:
+    begins = list(_PEM_BEGIN.finditer(text, max(0, lo - PEM_LOOKBACK), lo))
+    if not begins or _PEM_END.search(text, begins[-1].end(), lo) is not None:
         return []
     end = _PEM_END.search(text, lo, hi)
     return [(lo, end.start() if end else hi)]
