@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -196,7 +197,21 @@ def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
             found += detector.feed(texts[channel], channel)
     found += detector.finish()
     found.sort(key=lambda d: CHANNELS.index(d.channel))  # stable: detection order within a channel
+    found = [_redacted_phrases(texts[d.channel], d) for d in found]
     return [TextFinding(d, message.where, _excerpt(texts[d.channel], d), len(texts[d.channel])) for d in found]
+
+
+def _redacted_phrases(text: str, detection: Detection) -> Detection:
+    """The detection with its evidence's ``phrases`` redacted where they stand in ``text``
+    (a line of a PEM key body is a secret only beside its BEGIN line)."""
+    phrases = detection.evidence.get("phrases")
+    if not isinstance(phrases, tuple):
+        return detection
+    shown = []
+    for phrase in phrases:
+        at = text.find(phrase) if isinstance(phrase, str) else -1
+        shown.append(redact_excerpt(text, at, at + len(phrase)) if at >= 0 else redact_secrets(str(phrase)))
+    return dataclasses.replace(detection, evidence={**detection.evidence, "phrases": tuple(shown)})
 
 
 def scan_log(log: LogFile, config: TextConfig) -> FileReport:

@@ -25,7 +25,8 @@ like a credential with ``[REDACTED]``:
   redacted whole, escapes included (``"Hunt\\"er2"``: no tail is left);
 * the password of ``scheme://user:password@host`` URLs;
 * PEM private keys: everything after the ``-----BEGIN … PRIVATE KEY-----`` marker up to
-  the ``-----END …-----`` marker, or to the end of the text when there is none;
+  the ``-----END …-----`` marker; when there is none (a key cut short), the whole body to the
+  first character a key body cannot hold (the end of the text for a key alone);
 * 64-hex-digit strings (secrets and private keys; SHA-256 call hashes are
   never printed in full by loopguard, only their 12-hex prefix).
 
@@ -105,7 +106,7 @@ _NAME = re.compile(
     r"|client[_-]?secret|a(?:ccess[_-]?token|uth[_-]?token|pi[_-]?key|(uthorization))|token)"
 )
 #: After a name: an optional closing quote (JSON ``"password":``, escaped ``\"password\":``), then ``=`` or ``:``.
-_KEY_TAIL = re.compile(r"""\\?["']?\s*[=:]\s*""")
+_KEY_TAIL = re.compile(r"""(?:\\*["'])?\s*[=:]\s*""")
 #: After a flag name: blanks, then a value that is not another flag.
 _FLAG_TAIL = re.compile(r"[ \t]+(?=[^\s-])")
 #: Values.  Unquoted: up to a blank or separator; a backslash escape stays inside unless it is
@@ -115,7 +116,8 @@ _DOUBLE = re.compile(r'"((?:[^"\\\n]|\\.)*)"?')
 _SINGLE = re.compile(r"'([^'\n]*)'?")
 # JSON inside a JSON string: \\\\ is an escaped backslash, \\\" an escaped quote, \" closes
 _ESCAPED = re.compile(r'\\"((?:\\\\\\\\|\\\\\\"|\\\\|\\[^"\\]|[^"\\\n])*)(?:\\")?')
-_BRACKETS = re.compile(r'\\.|["\[\]{}]')
+_BACKSLASHES_QUOTE = re.compile(r'(\\+)"')
+_BRACKETS = re.compile(r'\\.|["\[\]{}()]')
 #: An ``Authorization`` header value: to the end of the line or of the quoted string.
 _HEADER = re.compile(r"""[^\r\n"'\\]+""")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,30}[ \t]+(?=\S)")
@@ -125,6 +127,9 @@ _URL_AUTHORITY = re.compile(r"""[^/\s"'<>\\?#]*""")
 _SCHEME_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _FLAG_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+#: A PEM body: base64, blanks, JSON line escapes, ``Proc-Type: ...`` header lines (bounded
+#: words, so a failed header attempt costs at most 33 steps).
+_PEM_BODY = re.compile(r"""(?:[A-Za-z]{1,16}-[A-Za-z]{1,16}:[^\r\n\\"']*|[A-Za-z0-9+/=\s]|\\+[nrt])*""")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _WORD_EDGE = re.compile(r"\s")
 #: Secret names a structured key may end with (lower case, separators dropped).
@@ -151,13 +156,15 @@ Span = tuple[int, int]
 def _value(text: str, i: int, header: bool = False) -> tuple[int, int, int] | None:
     """The value starting at ``i``: ``(start, end)`` of its secret part and where reading
     resumes; ``None`` when there is no value."""
+    if text.startswith("\\\\", i):  # a quote escaped twice or more: JSON in JSON in a string
+        return _deep_quoted(text, i)
     if text.startswith('\\"', i):
         m = _ESCAPED.match(text, i)
     elif text.startswith('"', i):
         m = _DOUBLE.match(text, i)
     elif text.startswith("'", i):
         m = _SINGLE.match(text, i)
-    elif not header and text[i : i + 1] in ("[", "{"):
+    elif not header and text[i : i + 1] in ("[", "{", "("):
         end = _bracket_end(text, i)
         return i, end, end
     else:
@@ -169,8 +176,23 @@ def _value(text: str, i: int, header: bool = False) -> tuple[int, int, int] | No
     return m.start(1), m.end(1), m.end()
 
 
+def _deep_quoted(text: str, i: int) -> tuple[int, int, int] | None:
+    """A value in a quote escaped ``b >= 2`` times (``\\\\\\"``): it ends at the next quote after
+    exactly ``b`` backslashes (an escaped quote inside has more), else at the text's end."""
+    opening = _BACKSLASHES_QUOTE.match(text, i)
+    if opening is None:
+        m = _UNQUOTED.match(text, i)
+        return (i, m.end(), m.end()) if m is not None else None
+    depth = len(opening.group(1))
+    for closing in _BACKSLASHES_QUOTE.finditer(text, opening.end()):
+        if len(closing.group(1)) == depth:
+            return opening.end(), closing.start(), closing.end()
+    return opening.end(), len(text), len(text)
+
+
 def _bracket_end(text: str, i: int) -> int:
-    """The end of the bracketed JSON value at ``i`` (its closing bracket, else the text's end)."""
+    """The end of the bracketed value at ``i`` (a JSON array or object, a Python tuple): its
+    closing bracket, else the text's end."""
     depth, quoted = 0, False
     for m in _BRACKETS.finditer(text, i):
         token = m.group()
@@ -179,7 +201,7 @@ def _bracket_end(text: str, i: int) -> int:
         if token == '"':
             quoted = not quoted
         elif not quoted:
-            depth += 1 if token in "[{" else -1
+            depth += 1 if token in "[{(" else -1
             if depth <= 0:
                 return m.end()
     return len(text)
@@ -249,18 +271,19 @@ def _url_credentials(text: str, spans: list[Span]) -> None:
 
 
 def _pem(text: str, spans: list[Span]) -> None:
-    """PEM private-key bodies: after the BEGIN marker to the END marker, else to the end."""
+    """PEM private-key bodies: after the BEGIN marker to the END marker, or -- when there is
+    none (a cut key) -- to the first character no key body has (``[``, a quote, a dot...):
+    the end of the text, for a key alone."""
     pos = 0
     while True:
         begin = _PEM_BEGIN.search(text, pos)
         if begin is None:
             return
-        end = _PEM_END.search(text, begin.end())
-        if end is None:  # no END: the rest is key body (and no later BEGIN is looked for)
-            spans.append((begin.end(), len(text)))
-            return
-        spans.append((begin.end(), end.start()))
-        pos = end.end()
+        body = _PEM_BODY.match(text, begin.end())
+        assert body is not None  # the body pattern matches the empty string
+        spans.append((begin.end(), body.end()))
+        end = _PEM_END.match(text, body.end())
+        pos = end.end() if end is not None else max(body.end(), begin.end())
 
 
 def _merge(spans: list[Span]) -> list[Span]:
@@ -407,10 +430,11 @@ def whole_words_head(text: str, size: int) -> str:
 def _pem_before(text: str, lo: int, hi: int) -> list[Span]:
     """The part of ``[lo, hi)`` inside a PEM key body whose BEGIN marker lies before ``lo``."""
     begins = list(_PEM_BEGIN.finditer(text, max(0, lo - PEM_LOOKBACK), lo))
-    if not begins or _PEM_END.search(text, begins[-1].end(), lo) is not None:
+    if not begins:
         return []
-    end = _PEM_END.search(text, lo, hi)
-    return [(lo, end.start() if end else hi)]
+    body = _PEM_BODY.match(text, begins[-1].end(), hi)
+    assert body is not None  # the body pattern matches the empty string
+    return [(lo, body.end())] if body.end() > lo else []
 
 
 def _secret_key(key: object) -> bool:
