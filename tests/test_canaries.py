@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from loopguard import Session, scan_text, StreamConfig, StreamGuard, ToolGuard, ToolGuardConfig
+from loopguard import Session, StreamConfig, StreamGuard, ToolGuard, ToolGuardConfig, scan_text
 from loopguard.cli import main
 from loopguard.messages import arguments_preview
 from loopguard.results import summarize_result
