@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -335,3 +337,16 @@ def test_one_megabyte_of_an_adversarial_shape_is_linear(shape: str, monkeypatch:
     # every "_a" run again from each "_": 10^11 code points for this megabyte)
     assert counter[0] <= 24 * _MB, counter[0]
     assert took < 1.0, f"{took:.2f} s for 1 MB of {shape!r}"
+
+
+@pytest.mark.slow
+def test_fuzz_redact_runs_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/fuzz_redact.py`` for 30 s (hypothesis inputs): no exception, no canary shown,
+    stable under a second pass, time per input bounded (its checks raise on any failure)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz_redact.py"
+    spec = importlib.util.spec_from_file_location("fuzz_redact", path)
+    assert spec is not None and spec.loader is not None
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    assert fuzz.main(["fuzz_redact", "--seconds", "30", "--no-atheris"]) == 0
+    assert re.fullmatch(r"fuzz_redact: \d+ inputs in 30 s \(hypothesis\), no failure\n", capsys.readouterr().out)
