@@ -107,7 +107,9 @@ ISSUE_21 = [
     ('{"c":"login --password \\"Hunt\\\\\\"er2\\" now"}', '{"c":"login --password \\"[REDACTED]\\" now"}'),
     ("db --db-password s3cret --user x", "db --db-password [REDACTED] --user x"),
     ("--password=Hunt3r2 next", "--password=[REDACTED] next"),
+    ('{"cmd":"cd x\\n--password hunter2 y"}', '{"cmd":"cd x\\n--password [REDACTED] y"}'),  # after an escape
     ("mysql -uroot -pS3cretPw db", "mysql -uroot -p[REDACTED] db"),
+    ('"mysql -uroot\\n-pS3cretPw db"', '"mysql -uroot\\n-p[REDACTED] db"'),  # after a JSON escape
     ("mysql -u root -p'S3 cret' db", "mysql -u root -p'[REDACTED]' db"),
     ("export GITHUB_TOKEN=abc123xyz && gh pr list", "export GITHUB_TOKEN=[REDACTED] && gh pr list"),
     ("PGPASSWORD=pw1 psql -h db", "PGPASSWORD=[REDACTED] psql -h db"),

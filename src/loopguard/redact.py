@@ -122,7 +122,7 @@ _BRACKETS = re.compile(r'\\.|["\[\]{}()]')
 _HEADER = re.compile(r"""[^\r\n"'\\]+""")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,30}[ \t]+(?=\S)")
 #: mysql's ``-pVALUE`` (a value attached to ``-p``, after a blank or a quote).
-_SHORT_P = re.compile(r"""(?:^|(?<=[\s"']))-p(?=[^\s-])""")
+_SHORT_P = re.compile(r"""(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?=[^\s-])""")
 _URL_AUTHORITY = re.compile(r"""[^/\s"'<>\\?#]*""")
 _SCHEME_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _FLAG_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -212,7 +212,11 @@ def _is_flag(text: str, start: int) -> bool:
     j, stop = start, max(0, start - 64)
     while j > stop and text[j - 1] in _FLAG_CHAR:
         j -= 1
-    return j < start and text[j] == "-" and not (j > 0 and text[j - 1] in _FLAG_CHAR)
+    if j > 0 and text[j - 1] == "\\" and text[j] in "nrt":  # after a JSON escape: "a\n--password x"
+        j += 1
+    elif j == stop and j > 0 and text[j - 1] in _FLAG_CHAR:  # a word longer than a flag
+        return False
+    return j < start and text[j] == "-"
 
 
 def _header_scheme(text: str, start: int, end: int) -> int:
