@@ -261,3 +261,13 @@ def test_scan_excerpt_redacts_a_key_straddling_the_cut(tmp_path: Path, capsys: p
     shown = text[cycle.start : key].replace("\n", "⏎")
     assert f"repeats: “{shown}[REDACTED]…”" in out
     _ok(out)
+
+
+@pytest.mark.parametrize("limit", range(24, 48))
+def test_a_preview_cut_inside_a_secret_leaves_the_guidance_whole(limit: int) -> None:
+    """The preview is cut after redaction, maybe inside ``\\"[REDACTED]\\"``; the deny text is
+    rendered field by field, so the open quote does not swallow the sentence after it."""
+    guard = ToolGuard(ToolGuardConfig(arguments_preview_chars=limit))
+    deny = guard.before_call("s", "grep", {"pattern": 'x --password "CnyCutPreview01xx" more'})
+    assert deny.reason.endswith(" Repeat the search with a `path` that names the directory or files you mean.")
+    _ok(deny.reason)

@@ -277,13 +277,16 @@ def pick_language(language: str, sample: str = "") -> str:
 
 def render(template: str, language: str, **fields: Any) -> str:
     """The template named ``template`` in ``language`` (``"en"``/``"zh"``) with
-    ``fields`` filled in, redacted.  Raises ``KeyError`` for an unknown template."""
+    ``fields`` filled in, each field redacted on its own (numbers kept as they are).
+    Raises ``KeyError`` for an unknown template."""
     table = TEMPLATES[template]
     tool = fields.get("tool")
     if isinstance(tool, str) and len(tool) > _TOOL_CHARS:  # a tool name is not a payload
         fields["tool"] = tool[:_TOOL_CHARS] + "…"
-    text = table.get(language, table["en"]).format(**fields)
-    return redact_secrets(text)
+    # each field redacted on its own (the templates hold no secrets): a preview cut inside a
+    # quoted value then cannot make the redactor take the template's text after it for the value
+    safe = {k: v if isinstance(v, (int, float)) else redact_secrets(str(v)) for k, v in fields.items()}
+    return table.get(language, table["en"]).format(**safe)
 
 
 def arguments_preview(args: Any, limit: int) -> str:
