@@ -121,8 +121,8 @@ _BRACKETS = re.compile(r'\\.|["\[\]{}()]')
 #: An ``Authorization`` header value: to the end of the line or of the quoted string.
 _HEADER = re.compile(r"""[^\r\n"'\\]+""")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,30}[ \t]+(?=\S)")
-#: mysql's ``-pVALUE`` (a value attached to ``-p``, after a blank or a quote).
-_SHORT_P = re.compile(r"""(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?=[^\s-])""")
+#: mysql's ``-pVALUE`` (a quoted value, or 3+ characters, attached to ``-p`` after a blank or a quote).
+_SHORT_P = re.compile(r"""(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?:(?=["'\\])|[^\s"',;&}\\-][^\s"',;&}\\]{2})""")
 _URL_AUTHORITY = re.compile(r"""[^/\s"'<>\\?#]*""")
 _SCHEME_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _FLAG_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -253,9 +253,9 @@ def _named(text: str, spans: list[Span]) -> None:
 
 def _short_password(text: str, spans: list[Span]) -> None:
     """mysql's ``-pVALUE`` (at least 3 characters unquoted: ``perl -pe`` is not a password)."""
-    for m in _SHORT_P.finditer(text):
-        value = _value(text, m.end())
-        if value is not None and (value[1] - value[0] >= 3 or text[m.end()] in "\"'\\"):
+    for m in _SHORT_P.finditer(text):  # only a quote or 3+ value characters match: few calls
+        value = _value(text, m.start() + 2)
+        if value is not None:
             spans.append(value[:2])
 
 
