@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from loopguard.redact import REDACTED, redact_secrets
+from loopguard import redact
+from loopguard.redact import (
+    REDACTED,
+    redact_excerpt,
+    redact_head,
+    redact_secrets,
+    redact_value,
+    secret_spans,
+    whole_words_head,
+)
 
 SECRETS = [
     ("key sk-proj-AbCdEf0123456789xyzXYZ done", "key [REDACTED] done"),
@@ -78,3 +94,261 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 def test_type_error() -> None:
     with pytest.raises(TypeError):
         redact_secrets(b"bytes")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- issue 21: shapes
+
+ISSUE_21 = [
+    # shell: flags with quoted values (escapes included), = forms, mysql -p, env assignments
+    ('x --password "Hunter2CanaryPw" y', 'x --password "[REDACTED]" y'),
+    ('{"cmd":"x --password \\"Hunter2CanaryPw\\" y"}', '{"cmd":"x --password \\"[REDACTED]\\" y"}'),
+    ("--token 'CanaryBearerTok9876' z", "--token '[REDACTED]' z"),
+    ('login --password "Hunt\\"er2" now', 'login --password "[REDACTED]" now'),
+    ('{"c":"login --password \\"Hunt\\\\\\"er2\\" now"}', '{"c":"login --password \\"[REDACTED]\\" now"}'),
+    ("db --db-password s3cret --user x", "db --db-password [REDACTED] --user x"),
+    ("--password=Hunt3r2 next", "--password=[REDACTED] next"),
+    ('{"cmd":"cd x\\n--password hunter2 y"}', '{"cmd":"cd x\\n--password [REDACTED] y"}'),  # after an escape
+    ("mysql -uroot -pS3cretPw db", "mysql -uroot -p[REDACTED] db"),
+    ('"mysql -uroot\\n-pS3cretPw db"', '"mysql -uroot\\n-p[REDACTED] db"'),  # after a JSON escape
+    ("mysql -u root -p'S3 cret' db", "mysql -u root -p'[REDACTED]' db"),
+    ("export GITHUB_TOKEN=abc123xyz && gh pr list", "export GITHUB_TOKEN=[REDACTED] && gh pr list"),
+    ("PGPASSWORD=pw1 psql -h db", "PGPASSWORD=[REDACTED] psql -h db"),
+    # Authorization headers, any scheme; the scheme word stays
+    ("Authorization: Digest username=bob, response=abc", "Authorization: Digest [REDACTED]"),
+    ("curl -H 'Authorization: token123' x", "curl -H 'Authorization: [REDACTED]' x"),
+    ('{"Authorization": "Bearer tok.en_1"}', '{"Authorization": "Bearer [REDACTED]"}'),
+    ("Proxy-Authorization: Negotiate YIIabc==\nnext", "Proxy-Authorization: Negotiate [REDACTED]\nnext"),
+    # structure in text: whatever a secret-named key holds, to its closing bracket
+    ('{"password": ["x", "y"], "user": "bob"}', '{"password": [REDACTED], "user": "bob"}'),
+    ('{"secret": {"v": "x"}, "n": 1}', '{"secret": [REDACTED], "n": 1}'),
+    ("{b'password': ('x', 'y'), 'n': 1}", "{b'password': [REDACTED], 'n': 1}"),
+    ('{"token": 12345678}', '{"token": [REDACTED]}'),
+    # JSON in JSON in a string: the quote escaped three times
+    (
+        '"{\\\\\\"password\\\\\\": \\\\\\"pw\\\\\\\\\\\\\\"x\\\\\\"}"',
+        '"{\\\\\\"password\\\\\\": \\\\\\"[REDACTED]\\\\\\"}"',
+    ),
+    # URL credentials: a password with ':' and '@' in it
+    ("postgres://bob:p:w@d@db.example.com/x", "postgres://bob:[REDACTED]@db.example.com/x"),
+    # PEM: the body without END, to the end of a key alone; in JSON up to the closing quote
+    ("-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBg\nkqhkiG9w0", "-----BEGIN PRIVATE KEY-----[REDACTED]"),
+    (
+        '{"k":"-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEE\\nIDx","n":1}',
+        '{"k":"-----BEGIN EC PRIVATE KEY-----[REDACTED]","n":1}',
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,AB12\n\nMIIEpA\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ISSUE_21)
+def test_issue_21_shapes_are_redacted(text: str, expected: str) -> None:
+    assert redact_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mkdir -p build && perl -pe 's/a/b/' f && ssh -p22 host",
+        "the --password-file option; password_reset_url: /reset",
+        "Authorization is required (see the docs)",
+        "see https://example.com:8443/path and mailto:bob@example.com",
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+    ],
+)
+def test_issue_21_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact_secrets(text) == text
+
+
+def test_spans_are_sorted_disjoint_and_what_is_replaced() -> None:
+    text = "a password=x1 b Bearer abcdefgh12 c https://u:p@h"
+    spans = secret_spans(text)
+    assert spans == [(11, 13), (23, 33), (46, 47)]
+    assert [text[s:e] for s, e in spans] == ["x1", "abcdefgh12", "p"]
+
+
+# --------------------------------------------------------------------------- structured values
+
+
+def test_redact_value_hides_whatever_a_secret_key_holds_at_any_depth() -> None:
+    value = {
+        "q": "find",
+        "password": ["x"],
+        "opts": ({"secret": {"v": "x"}, "DB_PASSWORD": 5, "apiKey": None}, [b"raw"]),
+        b"token": b"t",
+        b"Client-Secret": 1.5,
+        "max_tokens": 300,
+        "password_reset_url": "/reset",
+        7: "seven",
+    }
+    assert redact_value(value) == {
+        "q": "find",
+        "password": REDACTED,
+        "opts": [{"secret": REDACTED, "DB_PASSWORD": REDACTED, "apiKey": REDACTED}, [b"raw"]],
+        b"token": REDACTED,
+        b"Client-Secret": REDACTED,
+        "max_tokens": 300,
+        "password_reset_url": "/reset",
+        7: "seven",
+    }
+    assert value["password"] == ["x"]  # a copy: the caller's value is untouched
+
+
+def test_redact_value_keeps_cycles_and_any_depth() -> None:
+    loop: list[object] = [{"token": "t"}]
+    loop.append(loop)
+    out = redact_value(loop)
+    assert out[0] == {"token": REDACTED} and out[1] is out
+    deep: object = {"password": "x"}
+    for _ in range(5000):  # deeper than the recursion limit
+        deep = [deep]
+    out = redact_value(deep)
+    for _ in range(5000):
+        out = out[0]
+    assert out == {"password": REDACTED}
+    assert redact_value("password=x") == "password=x"  # strings: redact_secrets over the serialised text
+
+
+# --------------------------------------------------------------------------- windows: redact, then cut
+
+
+def test_redact_head_reads_a_margin_past_the_cut() -> None:
+    text = "x" * 95 + " sk-proj-AbCdEf0123456789xyzXYZ tail"
+    assert redact_head(text, 100) == ("x" * 95 + " [RED", True)
+    assert redact_head("short", 100) == ("short", False)
+    assert redact_head("a" * 10_000, 5, margin=10) == ("aaaaa", True)
+    with pytest.raises(ValueError, match="limit must be >= 0"):
+        redact_head("x", -1)
+
+
+def test_redact_excerpt_hides_secrets_crossing_either_edge() -> None:
+    text = "start password=hunter2secret middle AKIAIOSFODNN7EXAMPLE end"
+    assert redact_excerpt(text, 18, 36) == "[REDACTED] middle "  # starts inside the value
+    assert redact_excerpt(text, 20, 46) == "[REDACTED] middle [REDACTED]"  # and ends inside the key
+    assert redact_excerpt(text, 0, 5) == "start"
+    assert redact_excerpt(text, 40, 10) == ""
+
+
+def test_redact_excerpt_a_word_cut_by_the_margin_is_hidden() -> None:
+    # the window (margin 8) starts inside a 40-character token whose prefix it cannot see
+    text = "see sk-proj-" + "A" * 40 + " next words here"
+    assert redact_excerpt(text, 40, 57, margin=8) == "[REDACTED] next"
+    text = "words here " + "x" * 40  # ... or ends inside one
+    assert redact_excerpt(text, 0, 14, margin=8) == "words here [REDACTED]"
+
+
+def test_redact_excerpt_inside_a_pem_body_whose_begin_is_far_back() -> None:
+    body = "\n".join("A" * 64 for _ in range(200))  # 13 KB of key body
+    text = f"key:\n-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\nafter the key"
+    at = text.index("-----END") - 100
+    assert redact_excerpt(text, at, at + 20) == REDACTED
+    end = text.index("after")
+    assert redact_excerpt(text, end - 30, end + 5) == "[REDACTED]-----END PRIVATE KEY-----\nafter"
+
+
+def test_whole_words_head_drops_the_cut_word() -> None:
+    assert whole_words_head("key AKIAIOSFODNN7EXAMPLE", 10) == "key …"
+    assert whole_words_head("AKIAIOSFODNN7EXAMPLE", 10) == "…"
+    assert whole_words_head("short text", 10) == "short text"
+
+
+# --------------------------------------------------------------------------- linear time (issue 21, item 1)
+
+#: Adversarial shapes: each repeated to 1 MB.  The ones of the issue ("_a", "-a", BEGIN with no
+#: END) and one per rule: a name or marker with nothing after it, runs of separators, quotes
+#: and backslashes, unclosed brackets, URL schemes without credentials.
+ADVERSARIAL = [
+    "_a",
+    "-a",
+    "a:",
+    "=",
+    ":",
+    '"',
+    "'",
+    '\\"',
+    '\\\\\\"',
+    "\\",
+    "https://a:",
+    "a://",
+    "@://a:",
+    "-----BEGIN PRIVATE KEY-----\n",
+    "-----BEGIN PRIVATE KEY-----\nAAAA-----END",
+    "-----BEGIN ",
+    "password",
+    "password ",
+    "--password ",
+    "password=",
+    'password="',
+    "password=[",
+    '{"password": [',
+    "[{(",
+    "eyJ",
+    "eyJaaaaaaaa.",
+    "sk-",
+    "AKIA",
+    "token ",
+    "Bearer ",
+    "Authorization: ",
+    "a@",
+    "-p",
+    " -pa",
+    "\\n",
+    "0",
+    "ab",
+    "Proc-Type:",
+]
+_MB = 1 << 20
+
+
+class _Counting:
+    """A compiled pattern that counts the code points its calls can read (each call from where
+    it starts to where it stops): what the Python-level loops of the redactor ask the regex
+    engine to scan."""
+
+    def __init__(self, pattern: re.Pattern[str], counter: list[int]) -> None:
+        self.pattern, self.counter = pattern, counter
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        m = self.pattern.search(text, pos, endpos)
+        self.counter[0] += (m.end() if m else min(endpos, len(text))) - pos + 1
+        return m
+
+    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        m = self.pattern.match(text, pos, endpos)
+        self.counter[0] += (m.end() - pos if m else 0) + 1
+        return m
+
+    def finditer(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        self.counter[0] += min(endpos, len(text)) - pos + 1
+        return self.pattern.finditer(text, pos, endpos)
+
+
+@pytest.mark.parametrize("shape", ADVERSARIAL)
+def test_one_megabyte_of_an_adversarial_shape_is_linear(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (shape * (_MB // len(shape) + 1))[:_MB]
+    counter = [0]
+    for name, value in vars(redact).items():
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(redact, name, _Counting(value, counter))
+    started = time.process_time()  # CPU time: other processes on the machine do not count
+    redact_secrets(text)
+    took = time.process_time() - started
+    # each pattern reads the text about once: 20 patterns, no rescans (the old _ASSIGNMENT read
+    # every "_a" run again from each "_": 10^11 code points for this megabyte)
+    assert counter[0] <= 24 * _MB, counter[0]
+    assert took < 1.0, f"{took:.2f} s for 1 MB of {shape!r}"
+
+
+@pytest.mark.slow
+def test_fuzz_redact_runs_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/fuzz_redact.py`` for 30 s (hypothesis inputs): no exception, no canary shown,
+    stable under a second pass, time per input bounded (its checks raise on any failure)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz_redact.py"
+    spec = importlib.util.spec_from_file_location("fuzz_redact", path)
+    assert spec is not None and spec.loader is not None
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    assert fuzz.main(["fuzz_redact", "--seconds", "30", "--no-atheris"]) == 0
+    assert re.fullmatch(r"fuzz_redact: \d+ inputs in 30 s \(hypothesis\), no failure\n", capsys.readouterr().out)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -27,7 +28,7 @@ from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
 from .evaluate_runs import RUN_GROUP_KEYS
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
-from .redact import redact_secrets
+from .redact import redact_excerpt, redact_secrets
 from .terminal import printable
 from .text import CHANNELS, Detection, TextLoopDetector
 from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
@@ -92,7 +93,8 @@ class TextFinding:
     where : dict
         The message's location (message index / step / line / id).
     excerpt : str
-        Up to 80 characters of the repeated unit, from ``start``.
+        Up to 80 characters of the repeated unit, from ``start``, secrets redacted
+        (:func:`loopguard.redact.redact_excerpt`).
     length : int
         Length of the channel text (code points).
     """
@@ -103,8 +105,12 @@ class TextFinding:
     length: int
 
     def to_dict(self) -> dict[str, Any]:
-        """``Detection.to_dict()`` plus ``where``."""
-        return {**self.detection.to_dict(), "where": dict(self.where)}
+        """``Detection.to_dict()`` plus ``where``; the evidence's ``phrases`` redacted."""
+        out = self.detection.to_dict()
+        evidence = out["evidence"]
+        if isinstance(evidence.get("phrases"), list):
+            evidence["phrases"] = [redact_secrets(p) if isinstance(p, str) else p for p in evidence["phrases"]]
+        return {**out, "where": dict(self.where)}
 
 
 @dataclass
@@ -162,9 +168,11 @@ class FileReport:
 
 
 def _excerpt(text: str, detection: Detection) -> str:
+    """Up to :data:`EXCERPT_CHARS` code points from the detection's start, redacted before the
+    cut: a secret crossing either edge of the excerpt is hidden whole."""
     start = detection.start
     end = detection.cut if detection.cut > start else start + EXCERPT_CHARS
-    return text[start : min(end, start + EXCERPT_CHARS)]
+    return redact_excerpt(text, start, min(end, start + EXCERPT_CHARS))
 
 
 def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
@@ -190,7 +198,21 @@ def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
             found += detector.feed(texts[channel], channel)
     found += detector.finish()
     found.sort(key=lambda d: CHANNELS.index(d.channel))  # stable: detection order within a channel
+    found = [_redacted_phrases(texts[d.channel], d) for d in found]
     return [TextFinding(d, message.where, _excerpt(texts[d.channel], d), len(texts[d.channel])) for d in found]
+
+
+def _redacted_phrases(text: str, detection: Detection) -> Detection:
+    """The detection with its evidence's ``phrases`` redacted where they stand in ``text``
+    (a line of a PEM key body is a secret only beside its BEGIN line)."""
+    phrases = detection.evidence.get("phrases")
+    if not isinstance(phrases, tuple):
+        return detection
+    shown = []
+    for phrase in phrases:
+        at = text.find(phrase) if isinstance(phrase, str) else -1
+        shown.append(redact_excerpt(text, at, at + len(phrase)) if at >= 0 else redact_secrets(str(phrase)))
+    return dataclasses.replace(detection, evidence={**detection.evidence, "phrases": tuple(shown)})
 
 
 def scan_log(log: LogFile, config: TextConfig) -> FileReport:
@@ -296,7 +318,7 @@ def _loop_lines(finding: TextFinding, kinds: str = "", strong: bool = True) -> l
         for part in (where, d.channel, kinds or d.kind, f"position {d.position}", f"start {d.start}", f"cut {d.cut}")
         if part
     )
-    more = "…" if finding.excerpt and d.start + len(finding.excerpt) < min(d.cut, finding.length) else ""
+    more = "…" if finding.excerpt and d.start + EXCERPT_CHARS < min(d.cut, finding.length) else ""
     return [
         f"  {'LOOP ' if strong else 'maybe'}   {head}",
         f"          {'repeats' if d.cut > d.start else 'from start'}: “{_show(redact_secrets(finding.excerpt))}{more}”",

@@ -48,7 +48,7 @@ from typing import Any
 
 from .config import TextConfig
 from .errors import InputError, os_error_reason
-from .redact import redact_secrets
+from .redact import redact_excerpt, redact_secrets
 from .terminal import printable
 
 __all__ = [
@@ -683,6 +683,15 @@ def _dropped(result: RecordResult, hit: Hit) -> int:
     return max(0, len(result.record.text) - end)
 
 
+def _redacted_evidence(evidence: Any) -> dict[str, Any]:
+    """A detection's evidence with its ``phrases`` (text of the record) redacted."""
+    out = dict(evidence)
+    phrases = out.get("phrases")
+    if isinstance(phrases, (list, tuple)):
+        out["phrases"] = [redact_secrets(p) if isinstance(p, str) else p for p in phrases]
+    return out
+
+
 def worst_records(results: Sequence[RecordResult], k: int | None = 10) -> list[dict[str, Any]]:
     """The clean records that were cut, then those only noticed, most text cut off first.
 
@@ -729,9 +738,9 @@ def worst_records(results: Sequence[RecordResult], k: int | None = 10) -> list[d
                 "position": hit.position,
                 "cut": hit.cut,
                 "dropped": _dropped(r, hit),
-                "evidence": dict(hit.evidence),
+                "evidence": _redacted_evidence(hit.evidence),
                 "context_start": start,
-                "context": redact_secrets(rec.text[start : at + CONTEXT_CHARS // 2]),
+                "context": redact_excerpt(rec.text, start, at + CONTEXT_CHARS // 2),  # redacted, then cut
             }
         )
     return out

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from . import identity
-from .redact import redact_secrets
+from .redact import redact_head, redact_secrets, redact_value
 from .results import stable_text
 
 __all__ = ["SOURCE", "LANGUAGES", "pick_language", "render", "arguments_preview", "TEMPLATES"]
@@ -277,17 +277,21 @@ def pick_language(language: str, sample: str = "") -> str:
 
 def render(template: str, language: str, **fields: Any) -> str:
     """The template named ``template`` in ``language`` (``"en"``/``"zh"``) with
-    ``fields`` filled in, redacted.  Raises ``KeyError`` for an unknown template."""
+    ``fields`` filled in, each field redacted on its own (numbers kept as they are).
+    Raises ``KeyError`` for an unknown template."""
     table = TEMPLATES[template]
     tool = fields.get("tool")
     if isinstance(tool, str) and len(tool) > _TOOL_CHARS:  # a tool name is not a payload
         fields["tool"] = tool[:_TOOL_CHARS] + "…"
-    text = table.get(language, table["en"]).format(**fields)
-    return redact_secrets(text)
+    # each field redacted on its own (the templates hold no secrets): a preview cut inside a
+    # quoted value then cannot make the redactor take the template's text after it for the value
+    safe = {k: v if isinstance(v, (int, float)) else redact_secrets(str(v)) for k, v in fields.items()}
+    return table.get(language, table["en"]).format(**safe)
 
 
 def arguments_preview(args: Any, limit: int) -> str:
     """At most ``limit`` characters of the arguments as compact canonical JSON,
+    secret-named keys hiding whatever they hold (:func:`loopguard.redact.redact_value`),
     redacted before the cut (``…`` marks a cut and is not counted); ``""``
     when ``limit`` is 0.
 
@@ -297,10 +301,14 @@ def arguments_preview(args: Any, limit: int) -> str:
     if limit <= 0:
         return ""
     try:
-        text = identity.canonical_json(identity.parse_args(args), name="args")
+        value = redact_value(identity.parse_args(args))  # a secret-named key hides whatever it holds
+    except (ValueError, RecursionError):  # bytes that are not UTF-8, JSON nested too deep to parse
+        value = redact_value(args)
+    try:
+        text = identity.canonical_json(value, name="args")
     except (TypeError, ValueError, RecursionError):  # NaN, sets, objects, cycles, very deep values
-        text = stable_text(args)
+        text = stable_text(value)
     # redacted before the cut (a cut secret would no longer look like one), over the part that can
-    # reach the preview: a secret starting there is shorter than 4,096 characters
-    shown = redact_secrets(text[: limit + 4096])
-    return shown[:limit] + ("…" if len(shown) > limit or len(text) > limit + 4096 else "")
+    # reach the preview plus SECRET_MARGIN: a secret starting in the preview is read whole
+    shown, cut = redact_head(text, limit)
+    return shown + ("…" if cut else "")

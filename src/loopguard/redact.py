@@ -1,4 +1,5 @@
-"""Redaction of secret-looking values in text loopguard writes out (spec §6 ④, §5.2; seed 002).
+"""Redaction of secret-looking values in text loopguard writes out (spec §6 ④, §5.2; seed 002;
+issue 21).
 
 Intervention texts, sample dumps and log lines may quote a tool call or a
 model's output; before they do, :func:`redact_secrets` replaces what looks
@@ -8,31 +9,68 @@ like a credential with ``[REDACTED]``:
   ``ghp_…``/``gho_…``/``ghs_…``/``ghu_…``/``ghr_…``, ``github_pat_…``,
   ``glpat-…``, ``xoxb-…``/``xoxp-…``/…, ``AKIA…``/``ASIA…``, ``AIza…``,
   ``hf_…``);
-* ``Bearer <token>`` (the token; the word ``Bearer`` stays);
+* ``Bearer <token>`` (the token; the word ``Bearer`` stays), ``Basic``/``Token``
+  credentials alike, and the value of any ``Authorization:`` header (any scheme;
+  the scheme word stays);
 * JSON Web Tokens (three base64url segments, the first starting ``eyJ``);
-* the values of ``password=`` / ``passwd=`` / ``pwd=`` / ``passphrase=`` /
-  ``token=`` / ``secret=`` / ``api_key=`` / ``access_token=`` /
-  ``client_secret=`` / ``secret_key=`` / ``secret_access_key=`` /
-  ``private_key=`` (also with a prefix such as ``DB_PASSWORD=`` or
-  ``AWS_SECRET_ACCESS_KEY=``, with ``:``, in JSON ``"password": "…"``, and in
-  JSON held inside a string, ``\"password\": \"…\"``), and of
-  ``--password VALUE``-style flags;
-* ``Basic``/``Token`` credentials like ``Bearer`` ones, the password of
-  ``scheme://user:password@host`` URLs, and PEM private-key bodies;
+* the values of ``password`` / ``passwd`` / ``pwd`` / ``passphrase`` /
+  ``token`` / ``secret`` / ``api_key`` / ``access_token`` / ``auth_token`` /
+  ``client_secret`` / ``secret_key`` / ``secret_access_key`` /
+  ``private_key`` assignments with ``=`` or ``:`` (also with a prefix such as
+  ``DB_PASSWORD=`` or ``AWS_SECRET_ACCESS_KEY=``, in JSON ``"password": "…"``,
+  in JSON held inside a string, ``\\"password\\": \\"…\\"``, and whatever a JSON
+  key holds: ``"password": ["x"]`` or ``{…}`` to its closing bracket);
+* shell forms: ``--password VALUE``, ``--password=VALUE``, ``--db-token 'VALUE'``,
+  mysql's ``-pVALUE``, ``KEY=VALUE`` environment assignments; a quoted value is
+  redacted whole, escapes included (``"Hunt\\"er2"``: no tail is left);
+* the password of ``scheme://user:password@host`` URLs;
+* PEM private keys: everything after the ``-----BEGIN … PRIVATE KEY-----`` marker up to
+  the ``-----END …-----`` marker; when there is none (a key cut short), the whole body to the
+  first character a key body cannot hold (the end of the text for a key alone);
 * 64-hex-digit strings (secrets and private keys; SHA-256 call hashes are
   never printed in full by loopguard, only their 12-hex prefix).
 
 Never redacted (the seed's counter-examples): ordinary paths, CJK text,
 32-hex digests (MD5 sums, UUIDs without dashes), 40-hex git commits, numbers.
+
+Cost: linear in the length of the text.  Every rule either is a regular expression whose
+failed attempt at a position does bounded work (bounded lookbehinds, bounded repeats, or one
+unbounded run that ends the pattern), or a hand-written step that resumes after whatever it
+has read (a value, an URL authority, a PEM body).  ``benchmarks/redact_scaling.py`` measures
+it; ``tests/test_redact.py`` asserts it on 1 MB adversarial inputs.
+
+Structured values (tool-call arguments before they are serialised) go through
+:func:`redact_value` first: a secret-named key hides whatever it holds.  Excerpts cut out of
+a longer text go through :func:`redact_excerpt`, which redacts before it cuts.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["REDACTED", "redact_secrets"]
+__all__ = [
+    "REDACTED",
+    "SECRET_MARGIN",
+    "redact_excerpt",
+    "redact_head",
+    "redact_secrets",
+    "redact_value",
+    "secret_spans",
+    "whole_words_head",
+]
 
 REDACTED = "[REDACTED]"
+
+#: How far past the edge of a shown window the redactor reads (code points): a secret that
+#: starts inside the window is recognised whole when it is shorter than this.  Credentials
+#: are far shorter (a 4,096-bit RSA key in PEM is ~3,300 characters, and a PEM body is
+#: redacted to the end of the window anyway).
+SECRET_MARGIN = 4096
+#: How far back :func:`redact_excerpt` looks for the ``BEGIN`` marker of a PEM key whose body
+#: the window starts in (code points).
+PEM_LOOKBACK = 65536
 
 
 def _start(before: str) -> str:
@@ -42,8 +80,11 @@ def _start(before: str) -> str:
     return rf"(?:(?<!{before})|(?<=\\[nrtbf])|(?<=\\u[0-9a-fA-F]{{4}}))"
 
 
+# A lookahead for the first character first lets the regex engine skip other positions fast.
+# Each pattern below fails at a position after bounded work, or ends in one greedy run (which
+# then succeeds): scanning a text with finditer is linear.
 _PREFIXED_KEY = re.compile(
-    _start("[A-Za-z0-9_-]") + r"(?:"
+    r"(?=[sprgxAh])" + _start("[A-Za-z0-9_-]") + r"(?:"
     r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
     r"|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}"
@@ -55,30 +96,248 @@ _PREFIXED_KEY = re.compile(
     r"|hf_[A-Za-z0-9]{30,}"
     r")"
 )
-_BEARER = re.compile(r"(?i)" + _start("[A-Za-z0-9_]") + r"(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{8,}")
-_JWT = re.compile(_start("[A-Za-z0-9_]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
-_SECRET_NAME = (
-    r"(?:password|passwd|pwd|passphrase|token|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
-    r"|client[_-]?secret|secret[_-]?(?:access[_-]?)?key|private[_-]?key)"
+_BEARER = re.compile(r"(?i)(?=[bBtT])" + _start("[A-Za-z0-9_]") + r"(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{8,})")
+# one start per run of word characters (the lookbehind), and each segment ends at a dot
+_JWT = re.compile(r"(?=e)" + _start("[A-Za-z0-9_]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+_HEX64 = re.compile(r"(?=[0-9A-Fa-f])" + _start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
+#: A secret's name (longest alternatives first: ``secret_key`` before ``secret``).
+_NAME = re.compile(
+    r"(?=[sSpPcCaAtT])(?i:s(?:ecret[_-]?(?:access[_-]?)?key|ecret)|p(?:rivate[_-]?key|assphrase|assword|asswd|wd)"
+    r"|client[_-]?secret|a(?:ccess[_-]?token|uth[_-]?token|pi[_-]?key|(uthorization))|token)"
 )
-_ASSIGNMENT = re.compile(
-    rf"""(?ix)
-    (\\?["']?{_start("[A-Za-z0-9]")}[A-Za-z0-9_]*?{_SECRET_NAME}\\?["']?\s*[=:]\s*)   # key, = or :, also DB_PASSWORD, \"pwd\"
-    (?:\\"(?:[^"\\\n]|\\[^"\n])*\\"        # a value in escaped quotes (JSON inside a string)
-      |"[^"\n]*"|'[^'\n]*'               # quoted
-      |[^\s"',;&}}]+)                    # or up to a separator
+#: After a name: an optional closing quote (JSON ``"password":``, escaped ``\"password\":``), then ``=`` or ``:``.
+_KEY_TAIL = re.compile(r"""(?:\\*["'])?\s*[=:]\s*""")
+#: After a flag name: blanks, then a value that is not another flag.
+_FLAG_TAIL = re.compile(r"[ \t]+(?=[^\s-])")
+#: Values.  Unquoted: up to a blank or separator; a backslash escape stays inside unless it is
+#: a JSON escape (``\n``, ``\"``...) that ends the value.
+_UNQUOTED = re.compile(r"""(?:[^\s"',;&}\\]|\\[^nrtbfu"'/\s])+""")
+_DOUBLE = re.compile(r'"((?:[^"\\\n]|\\.)*)"?')
+_SINGLE = re.compile(r"'([^'\n]*)'?")
+# JSON inside a JSON string: \\\\ is an escaped backslash, \\\" an escaped quote, \" closes
+_ESCAPED = re.compile(r'\\"((?:\\\\\\\\|\\\\\\"|\\\\|\\[^"\\]|[^"\\\n])*)(?:\\")?')
+_BACKSLASHES_QUOTE = re.compile(r'(\\+)"')
+_BRACKETS = re.compile(r'\\.|["\[\]{}()]')
+#: An ``Authorization`` header value: to the end of the line or of the quoted string.
+_HEADER = re.compile(r"""[^\r\n"'\\]+""")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,30}[ \t]+(?=\S)")
+#: mysql's ``-pVALUE`` (a quoted value, or 3+ characters, attached to ``-p`` after a blank or a quote).
+_SHORT_P = re.compile(r"""(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?:(?=["'\\])|[^\s"',;&}\\-][^\s"',;&}\\]{2})""")
+_URL_AUTHORITY = re.compile(r"""[^/\s"'<>\\?#]*""")
+_SCHEME_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_FLAG_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+#: A PEM body: base64, blanks, JSON line escapes, ``Proc-Type: ...`` header lines (bounded
+#: words, so a failed header attempt costs at most 33 steps).
+_PEM_BODY = re.compile(r"""(?:[A-Za-z]{1,16}-[A-Za-z]{1,16}:[^\r\n\\"']*|[A-Za-z0-9+/=\s]|\\+[nrt])*""")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_WORD_EDGE = re.compile(r"\s")
+#: Secret names a structured key may end with (lower case, separators dropped).
+_SECRET_KEYS = (
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "token",
+    "secret",
+    "apikey",
+    "secretkey",
+    "privatekey",
+    "authorization",
+    "credential",
+    "credentials",
+    "cookie",
+)
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
+
+Span = tuple[int, int]
+
+
+def _value(text: str, i: int, header: bool = False) -> tuple[int, int, int] | None:
+    """The value starting at ``i``: ``(start, end)`` of its secret part and where reading
+    resumes; ``None`` when there is no value."""
+    if text.startswith("\\\\", i):  # a quote escaped twice or more: JSON in JSON in a string
+        return _deep_quoted(text, i)
+    if text.startswith('\\"', i):
+        m = _ESCAPED.match(text, i)
+    elif text.startswith('"', i):
+        m = _DOUBLE.match(text, i)
+    elif text.startswith("'", i):
+        m = _SINGLE.match(text, i)
+    elif not header and text[i : i + 1] in ("[", "{", "("):
+        end = _bracket_end(text, i)
+        return i, end, end
+    else:
+        m = (_HEADER if header else _UNQUOTED).match(text, i)
+        if m is None:
+            return None
+        return i, m.end(), m.end()
+    assert m is not None  # the quoted patterns match any text starting with their quote
+    return m.start(1), m.end(1), m.end()
+
+
+def _deep_quoted(text: str, i: int) -> tuple[int, int, int] | None:
+    """A value in a quote escaped ``b >= 2`` times (``\\\\\\"``): it ends at the next quote after
+    exactly ``b`` backslashes (an escaped quote inside has more), else at the text's end."""
+    opening = _BACKSLASHES_QUOTE.match(text, i)
+    if opening is None:
+        m = _UNQUOTED.match(text, i)
+        return (i, m.end(), m.end()) if m is not None else None
+    depth = len(opening.group(1))
+    for closing in _BACKSLASHES_QUOTE.finditer(text, opening.end()):
+        if len(closing.group(1)) == depth:
+            return opening.end(), closing.start(), closing.end()
+    return opening.end(), len(text), len(text)
+
+
+def _bracket_end(text: str, i: int) -> int:
+    """The end of the bracketed value at ``i`` (a JSON array or object, a Python tuple): its
+    closing bracket, else the text's end."""
+    depth, quoted = 0, False
+    for m in _BRACKETS.finditer(text, i):
+        token = m.group()
+        if token[0] == "\\":
+            continue
+        if token == '"':
+            quoted = not quoted
+        elif not quoted:
+            depth += 1 if token in "[{(" else -1
+            if depth <= 0:
+                return m.end()
+    return len(text)
+
+
+def _is_flag(text: str, start: int) -> bool:
+    """The name at ``start`` ends a command-line flag (``--password``, ``--db-token``, ``-pwd``)."""
+    j, stop = start, max(0, start - 64)
+    while j > stop and text[j - 1] in _FLAG_CHAR:
+        j -= 1
+    if j > 0 and text[j - 1] == "\\" and text[j] in "nrt":  # after a JSON escape: "a\n--password x"
+        j += 1
+    elif j == stop and j > 0 and text[j - 1] in _FLAG_CHAR:  # a word longer than a flag
+        return False
+    return j < start and text[j] == "-"
+
+
+def _header_scheme(text: str, start: int, end: int) -> int:
+    """Past the scheme word of an ``Authorization`` value (``Bearer``, ``Basic``, ``Digest``...)."""
+    m = _SCHEME.match(text, start, end)
+    return m.end() if m is not None else start
+
+
+def _named(text: str, spans: list[Span]) -> None:
+    """Values of secret-named assignments (``KEY=V``, ``"key": V``), flags (``--password V``)
+    and ``Authorization`` headers.  Reading resumes after each value: linear."""
+    pos, size = 0, len(text)
+    while True:
+        m = _NAME.search(text, pos)
+        if m is None:
+            return
+        header = m.group(1) is not None
+        pos = m.end()
+        tail = _KEY_TAIL.match(text, pos)
+        if tail is None and not header:
+            tail = _FLAG_TAIL.match(text, pos)
+            if tail is not None and not _is_flag(text, m.start()):
+                tail = None
+        if tail is None or tail.end() >= size:
+            continue
+        value = _value(text, tail.end(), header)
+        if value is None:
+            continue
+        start, end, pos = value
+        if header:
+            start = _header_scheme(text, start, end)
+        spans.append((start, end))
+
+
+def _short_password(text: str, spans: list[Span]) -> None:
+    """mysql's ``-pVALUE`` (at least 3 characters unquoted: ``perl -pe`` is not a password)."""
+    for m in _SHORT_P.finditer(text):  # only a quote or 3+ value characters match: few calls
+        value = _value(text, m.start() + 2)
+        if value is not None:
+            spans.append(value[:2])
+
+
+def _url_credentials(text: str, spans: list[Span]) -> None:
+    """The password of ``scheme://user:password@host``; each authority is read once."""
+    i = text.find("://")
+    while i >= 0:
+        start = i + 3
+        if i > 0 and text[i - 1] in _SCHEME_CHAR:
+            end = _URL_AUTHORITY.match(text, start).end()  # type: ignore[union-attr]
+            at = text.rfind("@", start, end)
+            colon = text.find(":", start, at) if at > start else -1
+            if 0 <= colon < at - 1:
+                spans.append((colon + 1, at))
+            start = max(start, end)
+        i = text.find("://", start)
+
+
+def _pem(text: str, spans: list[Span]) -> None:
+    """PEM private-key bodies: after the BEGIN marker to the END marker, or -- when there is
+    none (a cut key) -- to the first character no key body has (``[``, a quote, a dot...):
+    the end of the text, for a key alone."""
+    pos = 0
+    while True:
+        begin = _PEM_BEGIN.search(text, pos)
+        if begin is None:
+            return
+        body = _PEM_BODY.match(text, begin.end())
+        assert body is not None  # the body pattern matches the empty string
+        spans.append((begin.end(), body.end()))
+        end = _PEM_END.match(text, body.end())
+        pos = end.end() if end is not None else max(body.end(), begin.end())
+
+
+def _merge(spans: list[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the secrets of ``text`` are: sorted, disjoint ``(start, end)`` code-point ranges
+    (what :func:`redact_secrets` replaces; touching ranges are joined).  Linear time.
+
+    Raises ``TypeError`` when ``text`` is not a ``str``.
+
+    >>> secret_spans("login password=hunter2 user=bob")
+    [(15, 22)]
     """
-)
-_FLAG = re.compile(rf"(?i)(--?{_SECRET_NAME}[ \t]+)(?!-)[^\s\"']+")  # --password hunter2 (= forms: _ASSIGNMENT)
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+(@)")
-_PEM = re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)")
-_HEX64 = re.compile(_start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    spans: list[Span] = []
+    _pem(text, spans)
+    for pattern in (_JWT, _PREFIXED_KEY, _HEX64):
+        spans += [m.span() for m in pattern.finditer(text)]
+    spans += [m.span(1) for m in _BEARER.finditer(text)]
+    _url_credentials(text, spans)
+    _named(text, spans)
+    _short_password(text, spans)
+    return _merge(spans)
 
 
-def _assignment(match: re.Match[str]) -> str:
-    value = match.group(0)[len(match.group(1)) :]
-    quote = '\\"' if value.startswith('\\"') else value[0] if value[:1] in "\"'" else ""
-    return f"{match.group(1)}{quote}{REDACTED}{quote}"
+def _render(text: str, spans: list[Span], start: int = 0, stop: int | None = None) -> str:
+    """``text[start:stop]`` with each of the disjoint, sorted ``spans`` (clipped) replaced."""
+    stop = len(text) if stop is None else stop
+    out: list[str] = []
+    at = start
+    for s, e in spans:
+        s, e = max(s, start), min(e, stop)
+        if e <= s:
+            continue
+        out += [text[at:s], REDACTED]
+        at = e
+    out.append(text[at:stop])
+    return "".join(out)
 
 
 def redact_secrets(text: str) -> str:
@@ -92,7 +351,7 @@ def redact_secrets(text: str) -> str:
     Returns
     -------
     str
-        The text, redacted; unchanged when nothing looks secret.
+        The text, redacted; unchanged when nothing looks secret.  Linear time in ``len(text)``.
 
     Raises
     ------
@@ -105,39 +364,123 @@ def redact_secrets(text: str) -> str:
     "curl -H 'Authorization: Bearer [REDACTED]' https://api.example.com"
     >>> redact_secrets("login password=hunter2 user=bob")
     'login password=[REDACTED] user=bob'
+    >>> redact_secrets('mysql --password "Hunt\\\\"er2" -pS3cret')
+    'mysql --password "[REDACTED]" -p[REDACTED]'
     >>> redact_secrets("md5 9e107d9d372bb6826bd81d3542a419d6 in /srv/数据/file.txt")
     'md5 9e107d9d372bb6826bd81d3542a419d6 in /srv/数据/file.txt'
     """
+    return _render(text, secret_spans(text))
+
+
+def redact_head(text: str, limit: int, *, margin: int = SECRET_MARGIN) -> tuple[str, bool]:
+    """At most ``limit`` code points of ``text`` redacted (redaction before the cut), and
+    whether anything was cut.  Only ``limit + margin`` code points are read: a secret starting
+    in the shown part is recognised whole (:data:`SECRET_MARGIN`).
+
+    Raises ``TypeError`` when ``text`` is not a ``str``, ``ValueError`` for a negative ``limit``.
+
+    >>> redact_head("token=abcdef0123 and more", 12)
+    ('token=[REDAC', True)
+    """
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, not {limit}")
+    window = text[: limit + margin]
+    shown = redact_secrets(window)
+    return shown[:limit], len(shown) > limit or len(text) > len(window)
+
+
+def redact_excerpt(text: str, start: int, stop: int, *, margin: int = SECRET_MARGIN) -> str:
+    """``text[start:stop]`` with every secret that overlaps it replaced by ``[REDACTED]`` --
+    also one that only starts before ``start`` or ends after ``stop`` (no head or tail of a
+    secret is shown).  Reads ``margin`` code points either side (and looks back up to
+    :data:`PEM_LOOKBACK` for the BEGIN marker of a PEM key the excerpt starts inside); a word
+    cut by the edge of what was read is treated as a secret.  Positions in code points.
+
+    Raises ``TypeError`` when ``text`` is not a ``str``.
+
+    >>> redact_excerpt("x password=hunter2 y", 13, 20)
+    '[REDACTED] y'
+    """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
-    text = _PEM.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
-    text = _JWT.sub(REDACTED, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-    text = _PREFIXED_KEY.sub(REDACTED, text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    text = _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
-    return _HEX64.sub(REDACTED, text)
+    start, stop = max(0, start), max(start, min(stop, len(text)))
+    lo, hi = max(0, start - margin), min(len(text), stop + margin)
+    spans = [(s + lo, e + lo) for s, e in secret_spans(text[lo:hi])]
+    if lo > 0 and not text[lo - 1].isspace():  # a word cut by the left edge: maybe a secret's tail
+        blank = _WORD_EDGE.search(text, lo, hi)
+        spans.append((lo, blank.start() if blank else hi))
+        spans += _pem_before(text, lo, hi)
+    if hi < len(text) and not text[hi].isspace():  # ... or by the right edge: a secret's head
+        last = max(text.rfind(" ", lo, hi), text.rfind("\n", lo, hi), text.rfind("\t", lo, hi))
+        spans.append((last + 1 if last >= 0 else lo, hi))
+    return _render(text, _merge(spans), start, stop)
 
 
-def one_line(text: str) -> str:
-    r"""``text`` as one safe line for a terminal: a newline as ``⏎``, other C0 controls as their
-    Control Pictures (U+2400 + code), DEL as ``␡``, C1 controls and lone surrogates as U+FFFD.
+def whole_words_head(text: str, size: int) -> str:
+    """The first ``size`` code points of ``text`` for later redaction: when ``text`` goes on,
+    the word the cut falls in is dropped (it may be the head of a secret too short to be
+    recognised, ``AKIA12`` or ``https://u:pa``) and ``…`` marks the cut.
 
-    >>> one_line("a\nb\tc\x7f")
-    'a⏎b␉c␡'
+    >>> whole_words_head("key AKIAIOSFODNN7EXAMPLE", 10)
+    'key …'
     """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\n":
-            out.append("\u23ce")
-        elif code < 0x20:
-            out.append(chr(0x2400 + code))
-        elif code == 0x7F:
-            out.append("\u2421")
-        elif 0x80 <= code < 0xA0 or 0xD800 <= code < 0xE000:
-            out.append("\ufffd")
+    if len(text) <= size:
+        return text
+    head = text[:size]
+    blank = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return head[: blank + 1] + "…"
+
+
+def _pem_before(text: str, lo: int, hi: int) -> list[Span]:
+    """The part of ``[lo, hi)`` inside a PEM key body whose BEGIN marker lies before ``lo``."""
+    begins = list(_PEM_BEGIN.finditer(text, max(0, lo - PEM_LOOKBACK), lo))
+    if not begins:
+        return []
+    body = _PEM_BODY.match(text, begins[-1].end(), hi)
+    assert body is not None  # the body pattern matches the empty string
+    return [(lo, body.end())] if body.end() > lo else []
+
+
+def _secret_key(key: object) -> bool:
+    """A mapping key naming a secret (``password``, ``db_password``, ``apiKey``, ``b"token"``)."""
+    if isinstance(key, (bytes, bytearray)):
+        key = bytes(key[-128:]).decode("utf-8", "replace")
+    if not isinstance(key, str):
+        return False
+    name = _NOT_ALNUM.sub("", key[-128:].lower())
+    return name.endswith(_SECRET_KEYS)
+
+
+def redact_value(value: Any) -> Any:
+    """A copy of a structured value (tool-call arguments) in which every mapping key that names
+    a secret (``password``, ``DB_PASSWORD``, ``apiKey``, ``client_secret``, ``Authorization``,
+    ``b"token"``...) holds ``"[REDACTED]"`` instead of whatever it held (a string, a number,
+    a list, a mapping), at any depth.  Mappings become ``dict``, lists and tuples ``list``;
+    other values are kept as they are (strings are not scanned: run :func:`redact_secrets`
+    over the serialised text too).  Shared and cyclic containers stay shared and cyclic.
+    Iterative: any depth.  Never raises for a value of any type.
+
+    >>> redact_value({"user": "bob", "auth": {"password": ["x"]}, b"token": 5})
+    {'user': 'bob', 'auth': {'password': '[REDACTED]'}, b'token': '[REDACTED]'}
+    """
+    root: list[Any] = [None]
+    copies: dict[int, Any] = {}
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if not isinstance(item, (Mapping, list, tuple)):
+            parent[slot] = item
+        elif id(item) in copies:
+            parent[slot] = copies[id(item)]
+        elif isinstance(item, Mapping):
+            mapping: dict[Any, Any] = {}
+            parent[slot] = copies[id(item)] = mapping
+            for key, member in list(item.items()):
+                mapping[key] = REDACTED
+                if not _secret_key(key):
+                    stack.append((member, mapping, key))
         else:
-            out.append(ch)
-    return "".join(out)
+            sequence: list[Any] = [None] * len(item)
+            parent[slot] = copies[id(item)] = sequence
+            stack += [(member, sequence, index) for index, member in enumerate(item)]
+    return root[0]

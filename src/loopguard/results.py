@@ -34,7 +34,7 @@ from typing import Any
 
 from loopcore import TokenFinder, word_lines
 
-from .redact import redact_secrets
+from .redact import redact_secrets, whole_words_head
 
 __all__ = [
     "DEFAULT_VOLATILE_FIELDS",
@@ -498,10 +498,12 @@ def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -
     redacted, then cut to at most ``max_chars`` characters ending in ``…``
     when anything was left out; ``(empty result)`` when there is nothing."""
     text = result_text(result)
-    head = text[: max_chars * 4 + 1024]
+    # redacted whole and line by line structure intact, before lines are picked and cut: a cut
+    # secret would no longer look like one, and a header value ends at its line's end
+    head = redact_secrets(whole_words_head(text, max_chars * 4 + 1024))
     parts: list[str] = []
     size = 0
-    more = len(head) < len(text)
+    more = len(text) > max_chars * 4 + 1024
     for line in head.splitlines():
         line = line.strip()
         if not line:
@@ -513,7 +515,7 @@ def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -
         size += len(line)
     if not parts:
         return "(empty result)"
-    summary = redact_secrets(" | ".join(parts))  # before the cut: a cut secret would no longer look like one
+    summary = " | ".join(parts)
     if len(summary) > max_chars - (1 if more else 0):
         summary, more = summary[: max_chars - 1], True
     return summary + ("…" if more else "")

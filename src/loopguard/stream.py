@@ -245,7 +245,7 @@ class StreamToolCall:
     key: Any
     id: str | None
     name: str
-    arguments: str
+    arguments: str = field(repr=False)  # arguments carry secrets: never in a repr (issue 21)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the arguments included: this is the caller's own data)."""
@@ -308,8 +308,8 @@ class StreamOutcome:
     detection: Detection | None = None
     cut: int | None = None
     channel: str | None = None
-    kept_reasoning: str = ""
-    kept_text: str = ""
+    kept_reasoning: str = field(default="", repr=False)  # the caller's text: never in a repr
+    kept_text: str = field(default="", repr=False)
     tool_calls: tuple[StreamToolCall, ...] = ()
     stopped: bool = False
     should_resume: bool = False

@@ -30,8 +30,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import messages
-from ..results import summarize_result
+from .. import identity, messages
+from ..redact import whole_words_head
+from ..results import stable_text, summarize_result
 from ..terminal import printable
 from .context import call_key, parse_args
 from .decisions import Decision, deny, logger, notice
@@ -135,7 +136,7 @@ def after(c: Call) -> None:
     _chain(c, k)
     k.denied = False
     _no_effect(c, k)
-    k.head = c.text[: cfg.result_summary_chars * 2 + 256]
+    k.head = whole_words_head(c.text, cfg.result_summary_chars * 2 + 256)  # no partial secret at the cut
     k.error = c.failure or c.error
 
 
@@ -188,13 +189,24 @@ def _no_effect(c: Call, k: KeyState) -> None:
     c.out.append(notice(c.tool, c.index, "no_effect", RULE, text, {"count": k.across, "hash": digest[:16]}))
 
 
+def _arguments_size(args: Any, cap: int) -> int:
+    """The length of the arguments' canonical text, at most ``cap + 1`` (a preview's length):
+    measured, never redacted -- nothing here is shown."""
+    try:
+        text = identity.canonical_json(args, name="args")
+    except (TypeError, ValueError, RecursionError):  # NaN, sets, objects, cycles, very deep values
+        text = stable_text(args)
+    return min(len(text), cap + 1)
+
+
 def attempt_signature(reasoning: str, text: str, tool_calls: Sequence[tuple[str, Any]]) -> tuple[str, int]:
     """Replay mode: an attempt's stream signature (reasoning + text + tool calls) and its size in
-    code points (the arguments by their preview).  Two adjacent attempts with the same signature
+    code points (the arguments by the length of their canonical text, capped at 10,001).  Two adjacent attempts with the same signature
     of at least ``min_replay_chars`` put the session in replay mode: the ``repeat`` limit is 1."""
     parts = [reasoning, "\x00", text]
     size = len(reasoning) + len(text)
     for tool, args in tool_calls:
-        parts.append(f"\x00{tool}\x01{call_key(str(tool), parse_args(args))}")
-        size += len(str(tool)) + len(messages.arguments_preview(args, 10_000))
+        parsed = parse_args(args)
+        parts.append(f"\x00{tool}\x01{call_key(str(tool), parsed)}")
+        size += len(str(tool)) + _arguments_size(parsed, 10_000)
     return hashlib.sha256("".join(parts).encode("utf-8", "surrogatepass")).hexdigest(), size
