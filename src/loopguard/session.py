@@ -143,6 +143,7 @@ def _redacted_head(text: str, limit: int = 200) -> str:
     shown, cut = redact_head(text, limit)
     return shown + ("…" if cut else "")
 
+
 Action = Literal["allow", "notice", "deny", "cut", "cancel"]
 
 
