@@ -61,7 +61,9 @@ def test_random_engine_30_seconds() -> None:
 @pytest.mark.slow
 def test_atheris_engine_30_seconds() -> None:
     if fuzz.atheris is None:
-        pytest.skip("atheris is not installed: the random engine (above) runs instead")
+        if os.environ.get("LOOPGUARD_REQUIRE_ATHERIS") == "1":  # set by .ci/run, which installs it
+            pytest.fail("atheris is not installed (the `fuzz` extra) but LOOPGUARD_REQUIRE_ATHERIS=1")
+        pytest.skip("atheris is not installed (the `fuzz` extra): the random engine (above) runs instead")
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(SCRIPT.parents[1] / "src"), os.environ.get("PYTHONPATH", "")]),

@@ -352,3 +352,30 @@ def test_fuzz_redact_runs_clean(capsys: pytest.CaptureFixture[str]) -> None:
     spec.loader.exec_module(fuzz)
     assert fuzz.main(["fuzz_redact", "--seconds", "30", "--no-atheris"]) == 0
     assert re.fullmatch(r"fuzz_redact: \d+ inputs in 30 s \(hypothesis\), no failure\n", capsys.readouterr().out)
+
+
+@pytest.mark.slow
+def test_fuzz_redact_atheris_runs_clean() -> None:
+    """The same target under atheris (libFuzzer, coverage-guided) for 30 s: it exits 0 (a failed
+    check is a crash, exit status non-zero) after at least 500 runs."""
+    import os
+    import subprocess
+
+    try:
+        import atheris  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        if os.environ.get("LOOPGUARD_REQUIRE_ATHERIS") == "1":  # set by .ci/run, which installs it
+            pytest.fail("atheris is not installed (the `fuzz` extra) but LOOPGUARD_REQUIRE_ATHERIS=1")
+        pytest.skip("atheris is not installed (the `fuzz` extra): the hypothesis engine (above) runs instead")
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "fuzz_redact.py"), "--seconds", "30"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = [int(m) for m in re.findall(r"#(\d+)\s+(?:DONE|pulse|NEW|REDUCE|INITED)", done.stderr)]
+    assert runs and max(runs) >= 500, done.stderr[-2000:]
