@@ -36,31 +36,23 @@ except ImportError:  # pragma: no cover - depends on the environment
 import loopcore
 from loopguard import TextConfig, TextLoopDetector
 
-#: A small config: every window, ring and buffer boundary is crossed by short texts
-#: (as ``tests/test_parity.py``'s TINY).
-TINY = TextConfig(
-    "default",
-    check_every=7,
-    min_chars=40,
-    window=40,
-    history=90,
-    lowdiv_window=60,
-    ngram=3,
-    lowdiv_max_unique=12,
-    lowdiv_min_repeat=4,
-    slide_window=20,
-    slide_step=6,
-    slide_max_unique=8,
-    slide_min_repeat=2,
-    cycle_min_period=2,
-    cycle_max_period=60,
-    cycle_min_copies=2,
-    cycle_min_chars=12,
-    cycle_scan_chars=150,
-    pool_window=6,
-    pool_max_phrase_chars=10,
-    pool_min_occurrences=2,
-)
+
+def _tests_helpers() -> Any:
+    """``tests/helpers.py`` (shipped in the sdist beside this script), loaded by path."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "helpers.py"
+    spec = importlib.util.spec_from_file_location("loopguard_tests_helpers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: The parity tests' small config (``tests/helpers.py``): every window, ring and buffer
+#: boundary is crossed by short texts.
+TINY: TextConfig = _tests_helpers().TINY
 CONFIGS: tuple[TextConfig | str, ...] = (TINY, TINY, TINY, "fuse", "rescue", "default")
 PIECES = (
     list("abcde fghij.!?,\n:")

@@ -3,9 +3,37 @@
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from loopguard import TextConfig, TextLoopDetector
+
+#: A small config: every window, ring and buffer boundary is crossed by short texts (the parity
+#: tests and ``benchmarks/fuzz_core.py``).
+TINY = TextConfig(
+    "default",
+    check_every=7,
+    min_chars=40,
+    window=40,
+    history=90,
+    lowdiv_window=60,
+    ngram=3,
+    lowdiv_max_unique=12,
+    lowdiv_min_repeat=4,
+    slide_window=20,
+    slide_step=6,
+    slide_max_unique=8,
+    slide_min_repeat=2,
+    cycle_min_period=2,
+    cycle_max_period=60,
+    cycle_min_copies=2,
+    cycle_min_chars=12,
+    cycle_scan_chars=150,
+    pool_window=6,
+    pool_max_phrase_chars=10,
+    pool_min_occurrences=2,
+)
 
 
 def detect(
@@ -64,3 +92,18 @@ def smallest_period(s: str) -> int:
         if all(s[i] == s[i + p] for i in range(len(s) - p)):
             return p
     return len(s)
+
+
+def hold_feeds(stream: Any) -> tuple[threading.Event, threading.Event]:
+    """Make the reference ``ChannelStream``'s feeds wait inside the stream (its ``_take``) until
+    ``release`` is set; ``started`` is set when one is waiting.  Returns ``(started, release)``."""
+    started, release = threading.Event(), threading.Event()
+    original = stream._take
+
+    def slow_take(pos: Any, ch: Any, out: Any) -> Any:
+        started.set()
+        release.wait(5)
+        return original(pos, ch, out)
+
+    stream._take = slow_take
+    return started, release

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import loopcore
 import loopguard
-from helpers import detect, letters, noise_cjk
+from helpers import detect, hold_feeds, letters, noise_cjk
 from loopguard import ConfigError, Detection, TextConfig, TextLoopDetector, scan_text
 
 LOOP = "The cache key is stale, so I flush it and check the value again. "  # 65 chars
@@ -386,15 +386,7 @@ def test_reference_also_refuses_a_second_feeder() -> None:
     import threading
 
     stream = loopcore.implementation("python").ChannelStream(**TextConfig().stream_params("text"))
-    started, release = threading.Event(), threading.Event()
-    original = stream._take
-
-    def slow_take(pos, ch, out):  # type: ignore[no-untyped-def]
-        started.set()
-        release.wait(5)
-        return original(pos, ch, out)
-
-    stream._take = slow_take  # type: ignore[method-assign]
+    started, release = hold_feeds(stream)
     worker = threading.Thread(target=stream.feed, args=("ab",))
     worker.start()
     assert started.wait(5)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import loopcore
 from conftest import CASES, load_index, shared_data
-from helpers import detect, random_cuts
+from helpers import TINY, detect, random_cuts
 from loopguard import TextConfig, TextLoopDetector
 
 pytestmark = pytest.mark.skipif("cython" not in loopcore.implementations(), reason="the compiled core is not built")
@@ -38,31 +38,6 @@ def test_case_parity(case: dict, profile: str) -> None:
     chunked = detect(text, profile, "cython", channel=channel, cuts=random_cuts(len(text), seed=len(text)))
     assert chunked == reference
 
-
-# A small config: every window, ring and buffer boundary is crossed by short texts.
-TINY = TextConfig(
-    "default",
-    check_every=7,
-    min_chars=40,
-    window=40,
-    history=90,
-    lowdiv_window=60,
-    ngram=3,
-    lowdiv_max_unique=12,
-    lowdiv_min_repeat=4,
-    slide_window=20,
-    slide_step=6,
-    slide_max_unique=8,
-    slide_min_repeat=2,
-    cycle_min_period=2,
-    cycle_max_period=60,
-    cycle_min_copies=2,
-    cycle_min_chars=12,
-    cycle_scan_chars=150,
-    pool_window=6,
-    pool_max_phrase_chars=10,
-    pool_min_occurrences=2,
-)
 
 ALPHABETS = {
     "ascii": st.sampled_from(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 import loopcore
-from helpers import noise_cjk
+from helpers import hold_feeds, noise_cjk
 from loopguard import TextConfig, TextLoopDetector
 
 
@@ -107,15 +107,7 @@ def test_a_refused_finish_changes_nothing_reference() -> None:
     det.feed("abc", "reasoning")
     det.feed("x", "text")
     stream = det.stream("text")
-    started, release = threading.Event(), threading.Event()
-    original = stream._take
-
-    def slow_take(pos, ch, out):  # type: ignore[no-untyped-def]
-        started.set()
-        release.wait(5)
-        return original(pos, ch, out)
-
-    stream._take = slow_take
+    started, release = hold_feeds(stream)
     worker = threading.Thread(target=det.feed, args=("yz", "text"))
     worker.start()
     assert started.wait(5)
