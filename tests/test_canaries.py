@@ -296,3 +296,49 @@ def test_session_cancel_reads_only_the_head_of_its_reason(
     assert seen == [200 + redact.SECRET_MARGIN]
     line = next(r.getMessage() for r in caplog.records if "cancelled by the host" in r.getMessage())
     assert "password=[REDACTED]" in line and line.endswith("…") and "CnyCancelHead01" not in line
+
+
+# ------------------------------------------------ names taken from input (tool names, reasons)
+
+
+def test_tool_names_are_redacted_in_scan_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SWE-agent names a tool after the action's first word: ``PGPASSWORD=… psql`` is a tool name.
+    ``scan`` shows it redacted in its text and ``--json`` output (the red-team review of issue 21)."""
+    path = tmp_path / "t.traj"
+    step = {"action": "PGPASSWORD=CnyToolName31 psql -h db -c 'select 1'", "observation": "connection refused"}
+    path.write_text(json.dumps({"trajectory": [step] * 4}), encoding="utf-8")
+    assert main(["scan", str(path)]) == 1
+    text = capsys.readouterr().out
+    assert "tool run: PGPASSWORD=[REDACTED] ×4" in text and "PGPASSWORD=[REDACTED] · repeat" in text
+    assert main(["scan", "--json", str(path)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {f["tool"] for f in report["tool_findings"] + report["guard_findings"]} == {"PGPASSWORD=[REDACTED]"}
+    _ok(text, json.dumps(report))
+
+
+def test_tool_names_are_redacted_before_their_cut(caplog: pytest.LogCaptureFixture) -> None:
+    """A 100-code-point cut of a tool name used to fall inside a key, leaving 13 of its 20
+    characters unrecognisable to the redactor; reasons and log records now redact first."""
+    for tool in ("t" * 86 + " AKIACNYTOOLCUT323232", "t" * 85 + " sk-proj-CnyToolCut33abcdefghij"):
+        guard = ToolGuard()
+        with caplog.at_level(logging.DEBUG, logger="loopguard"):
+            decisions = []
+            for _ in range(4):
+                decisions.append(guard.before_call("s", tool, {"q": "x"}))
+                guard.after_call("s", tool, {"q": "x"}, "same")
+        deny = next(d for d in decisions if d.action == "deny")
+        assert deny.reason.count("t" * 85) >= 1 and "[REDACTED]" in deny.reason
+        _ok(*(d.reason for d in decisions), *(r.getMessage() for r in caplog.records))
+        caplog.clear()
+
+
+def test_session_cancel_reason_is_one_safe_line(caplog: pytest.LogCaptureFixture) -> None:
+    session = Session()
+    session.start_turn()
+    with caplog.at_level(logging.INFO, logger="loopguard"):
+        session.cancel("user abort\n2026-01-01 CRITICAL fake line \x1b[2J password=CnyCancel34 \u202eevil")
+    line = next(r.getMessage() for r in caplog.records if "cancelled by the host" in r.getMessage())
+    assert line.endswith(
+        ": user abort\\n2026-01-01 CRITICAL fake line \\x1b[2J password=[REDACTED] \\u202eevil"
+    ), line
+    _ok(line)

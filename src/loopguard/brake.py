@@ -35,7 +35,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import json
 import logging
 import os
 import re
@@ -49,7 +48,7 @@ from .guard.state import BoundedTable
 from .guard.streak import Streak
 from .guard.wrap import accepts_keyword, is_async, split_call
 from .identity import call_hash, session_key
-from .terminal import printable
+from .terminal import shown_name
 
 __all__ = [
     "DEFAULT_MAX_REPEATS",
@@ -131,7 +130,7 @@ class LoopBrakeError(Exception):
         self.hash_prefix = hash_prefix[:12]
         self.session_id = session_id
         times = "time" if count == 1 else "times"
-        quoted = printable(json.dumps(tool_name, ensure_ascii=False))  # no bidi or C1 control: it may be printed
+        quoted = f'"{shown_name(tool_name)}"'  # redacted, no control or bidi code point: it may be printed
         super().__init__(
             f"loop brake: tool {quoted} called {count} {times} in a row with identical arguments "
             f"(call {self.hash_prefix}…, limit {max_repeats}); the call was denied before it ran. "
@@ -434,11 +433,11 @@ class LoopBrake:
                 level,
                 "loop brake %s tool %s: call %s…, %d in a row, limit %d, session %s%s",
                 "denied" if denied_at else "allowed",
-                printable(json.dumps(tool, ensure_ascii=False)),
+                shown_name(tool),
                 digest[:12],
                 count,
                 limit,
-                printable(json.dumps(key, ensure_ascii=False)),
+                shown_name(key),
                 " (call id seen before)" if repeated else "",
             )
         if denied_at:

@@ -29,7 +29,7 @@ from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEY
 from .evaluate_runs import RUN_GROUP_KEYS
 from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
 from .redact import redact_excerpt, redact_secrets
-from .terminal import printable
+from .terminal import printable, shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
 from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
 
@@ -331,7 +331,7 @@ def _run_line(run: ToolRun) -> str:
     results = {True: "results identical", False: "results differ", None: "results not logged"}[run.results_identical]
     calls = f"calls {run.calls[0]}–{run.calls[-1]}"
     span = span_label(run.where)
-    parts = [f"tool run: {_show(run.tool)} ×{run.count}", calls]
+    parts = [f"tool run: {shown_name(run.tool)} ×{run.count}", calls]
     if span and span != calls:  # a tool-call list's own "calls" span says it already
         parts.append(span)
     parts += [f"hash {run.hash_prefix}", results]
@@ -341,7 +341,7 @@ def _run_line(run: ToolRun) -> str:
 def _guard_line(finding: GuardFinding) -> str:
     label = {"notice": "notice", "deny": "DENY  ", "cancel": "CANCEL"}.get(finding.action, finding.action)
     rule = finding.kind if finding.kind == finding.rule else f"{finding.kind} ({finding.rule})"
-    parts = [f"tool call {finding.call}: {_show(finding.tool)}", rule]
+    parts = [f"tool call {finding.call}: {shown_name(finding.tool)}", rule]
     span = where_label(finding.where)
     if span:
         parts.append(span)

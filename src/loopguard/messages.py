@@ -19,6 +19,7 @@ from typing import Any
 from . import identity
 from .redact import redact_head, redact_secrets, redact_value
 from .results import stable_text
+from .terminal import shown_name
 
 __all__ = ["SOURCE", "LANGUAGES", "pick_language", "render", "arguments_preview", "TEMPLATES"]
 
@@ -280,9 +281,8 @@ def render(template: str, language: str, **fields: Any) -> str:
     ``fields`` filled in, each field redacted on its own (numbers kept as they are).
     Raises ``KeyError`` for an unknown template."""
     table = TEMPLATES[template]
-    tool = fields.get("tool")
-    if isinstance(tool, str) and len(tool) > _TOOL_CHARS:  # a tool name is not a payload
-        fields["tool"] = tool[:_TOOL_CHARS] + "…"
+    if "tool" in fields:  # a tool name is not a payload: redacted before its cut, one line
+        fields["tool"] = shown_name(fields["tool"], _TOOL_CHARS)
     # each field redacted on its own (the templates hold no secrets): a preview cut inside a
     # quoted value then cannot make the redactor take the template's text after it for the value
     safe = {k: v if isinstance(v, (int, float)) else redact_secrets(str(v)) for k, v in fields.items()}

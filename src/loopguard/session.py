@@ -96,7 +96,7 @@ from .attempts import AttemptRecorder
 from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
-from .redact import redact_head
+from .terminal import shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
 
 __all__ = [
@@ -135,13 +135,6 @@ _NEVER = 1 << 62
 #: language sample and the detector (the next checkpoint usually comes first: ``check_every``).
 _PENDING_CHARS = 1024
 _NO_NOTE = float("-inf")  # feed_window's noted when the next delta must be fed at once
-
-
-def _redacted_head(text: str, limit: int = 200) -> str:
-    """At most ``limit`` code points of ``text`` for a log line, redacted before the cut (only
-    the head is read: the work does not grow with ``text``)."""
-    shown, cut = redact_head(text, limit)
-    return shown + ("…" if cut else "")
 
 
 Action = Literal["allow", "notice", "deny", "cut", "cancel"]
@@ -1277,7 +1270,7 @@ class Session:
             "session %r: turn %d cancelled by the host%s",
             self._sid,
             self._turn.number,
-            f": {_redacted_head(reason)}" if reason else "",
+            f": {shown_name(reason, 200)}" if reason else "",  # redacted before its cut, one line
         )
         self._guard.cancel_pending(self._sid)  # pending calls will never report: stalled uses stall_minutes again
         attempt = self._attempt

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import identity
 from .guard.streak import runs
 from .identity import hash_prefix
+from .terminal import redacted_name
 
 if TYPE_CHECKING:
     from .guard import ToolGuardConfig
@@ -119,9 +120,9 @@ class ToolRun:
         return hash_prefix(self.digest)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (no arguments, no results)."""
+        """A JSON-ready dict (no arguments, no results; the tool name redacted)."""
         return {
-            "tool": self.tool,
+            "tool": redacted_name(self.tool),
             "count": self.count,
             "calls": list(self.calls),
             "where": [dict(w) for w in self.where],
@@ -232,10 +233,10 @@ class GuardFinding:
         return self.action in ("deny", "cancel")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (no arguments, no results)."""
+        """A JSON-ready dict (no arguments, no results; the tool name redacted)."""
         return {
             "call": self.call,
-            "tool": self.tool,
+            "tool": redacted_name(self.tool),
             "action": self.action,
             "kind": self.kind,
             "rule": self.rule,

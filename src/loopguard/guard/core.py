@@ -9,7 +9,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from ..identity import session_key
-from ..terminal import printable
+from ..terminal import shown_name
 from . import ladder, strikes, timers
 from .config import ToolGuardConfig
 from .context import Call, ShellFacts, Tools, parse_args
@@ -237,7 +237,7 @@ class ToolGuard:
             if key in s.blocked:
                 # the host reports the result of a request that was denied or cancelled (the seed
                 # routes denials through the result pipeline): the tool did not run, nothing to learn
-                logger.debug("after_call of a denied %s request ignored", printable(tool))
+                logger.debug("after_call of a denied %s request ignored", shown_name(tool))
                 return []
             index = _result_index(s, key, call_id)
             if index is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import messages
+from ..terminal import shown_name
 from .decisions import Decision, deny, notice
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def find(cfg: ToolGuardConfig, s: SessionState, key: str | None = None) -> tuple
 def tools_of(s: SessionState, period: int) -> str:
     """The tools of the cycle's last period, as ```a` → `b```."""
     tools = [s.history[j][2] for j in range(len(s.history) - period, len(s.history))]
-    return " → ".join(f"`{t}`" for t in tools)
+    return " → ".join(f"`{shown_name(t)}`" for t in tools)
 
 
 def before(c: Call) -> Decision | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import messages
-from ..terminal import printable
+from ..terminal import shown_name
 
 if TYPE_CHECKING:
     from .config import ToolGuardConfig
@@ -157,7 +157,7 @@ def deny(
 ) -> Decision:
     """A ``deny`` decision (a ``notice`` under ``notice_only``), logged at INFO."""
     action: Literal["notice", "deny"] = "notice" if cfg.notice_only else "deny"
-    logger.info("%s %s: %s (call %d)", action, kind, printable(tool), index)
+    logger.info("%s %s: %s (call %d)", action, kind, shown_name(tool), index)
     return Decision(action, kind, text, rule, tool, index, evidence)
 
 

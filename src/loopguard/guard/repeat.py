@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .. import identity, messages
 from ..redact import whole_words_head
 from ..results import stable_text, summarize_result
-from ..terminal import printable
+from ..terminal import shown_name
 from .context import call_key, parse_args
 from .decisions import Decision, deny, logger, notice
 from .state import KeyState
@@ -94,7 +94,7 @@ def before(c: Call) -> Decision | None:
         k.escapes += 1
         k.escaping = True
         k.denied = False
-        logger.info("escape run: %s (call %d)", printable(c.tool), c.index)
+        logger.info("escape run: %s (call %d)", shown_name(c.tool), c.index)
         escape_run = {"escape_run": True, "count": k.same, "hash": digest}
         return Decision("allow", "repeat", "", RULE, c.tool, c.index, escape_run)
     k.denied = True

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from .. import messages
-from ..terminal import printable
+from ..terminal import shown_name
 from .decisions import Decision, logger, stop_action
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def before(c: Call, exempt: bool) -> Decision | None:
     text = messages.render("repeat_streak", lang, tool=c.tool, count=streak.count)
     evidence = {"count": streak.count, "limit": cfg.repeat_call_limit, "fingerprint": fp[:12]}
     c.strike("repeat_streak")
-    logger.warning("repeat streak: %s requested %d times in a row (%s)", printable(c.tool), streak.count, fp[:12])
+    logger.warning("repeat streak: %s requested %d times in a row (%s)", shown_name(c.tool), streak.count, fp[:12])
     return Decision(stop_action(cfg), "repeat_streak", text, RULE, c.tool, c.index, evidence)
 
 

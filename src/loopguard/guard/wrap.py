@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..errors import reduce_error
-from ..terminal import printable
+from ..terminal import shown_name
 from .core import ToolGuard, _check_tool
 from .decisions import Decision, Intervention, logger
 
@@ -160,7 +160,7 @@ class _Guarded:
                 result = result + "".join("\n\n" + n.text for n in notes)
             else:
                 logger.info(
-                    "%d intervention(s) for %s not delivered (result is not a str)", len(notes), printable(tool)
+                    "%d intervention(s) for %s not delivered (result is not a str)", len(notes), shown_name(tool)
                 )
         stop = next((n for n in notes if n.action == "cancel"), None)
         if stop is not None:
@@ -173,7 +173,7 @@ class _Guarded:
             self.after(sid, cid, payload, decision, f"{type(exc).__name__}: {exc}", True)
         except Exception:
             logger.info(
-                "guard signal after a failed %s call dropped: the tool's exception propagates", printable(self.tool)
+                "guard signal after a failed %s call dropped: the tool's exception propagates", shown_name(self.tool)
             )
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
