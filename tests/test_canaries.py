@@ -338,7 +338,5 @@ def test_session_cancel_reason_is_one_safe_line(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.INFO, logger="loopguard"):
         session.cancel("user abort\n2026-01-01 CRITICAL fake line \x1b[2J password=CnyCancel34 \u202eevil")
     line = next(r.getMessage() for r in caplog.records if "cancelled by the host" in r.getMessage())
-    assert line.endswith(
-        ": user abort\\n2026-01-01 CRITICAL fake line \\x1b[2J password=[REDACTED] \\u202eevil"
-    ), line
+    assert line.endswith(": user abort\\n2026-01-01 CRITICAL fake line \\x1b[2J password=[REDACTED] \\u202eevil"), line
     _ok(line)
