@@ -40,7 +40,14 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        args += ["--dir", str(self.directory), "--logfile", str(self.directory / "redis.log")]
+        args += [
+            "--dir",
+            str(self.directory),
+            "--logfile",
+            str(self.directory / "redis.log"),
+            "--enable-debug-command",
+            "local",
+        ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
