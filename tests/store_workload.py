@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-__all__ = ["CANARY", "Call", "decide", "session_calls"]
+__all__ = ["CANARY", "Call", "decide", "repeated", "session_calls"]
 
 CANARY = "sk-CANARY-7f3a9c1e5b2d4086"
 
@@ -50,8 +50,16 @@ def _distinct(rng: random.Random, i: int) -> Call:
     return ("list_dir", {"path": f"src/{i}"}, _lines(rng, 4, f"l{i}"), False)
 
 
+def repeated(n: int) -> list[Call]:
+    """``n`` times the same call with the same result (denied from the third on)."""
+    return [("grep", {"pattern": "again", "path": "src"}, "src/a.py:1: again", False)] * n
+
+
 def session_calls(seed: int, n: int = 50) -> list[Call]:
-    """``n`` tool calls of one session (the same for the same ``seed``)."""
+    """``n`` tool calls of one session (the same for the same ``seed``; a negative seed:
+    :func:`repeated`)."""
+    if seed < 0:
+        return repeated(n)
     rng = random.Random(seed)
     calls: list[Call] = []
     i = 0
