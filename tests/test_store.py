@@ -236,3 +236,52 @@ def test_bad_store_arguments() -> None:
         RedisStore("redis://127.0.0.1:1/0", prefix="")
     with pytest.raises(ValueError, match="keys must be an int >= 1, got 0"):
         codec.Limits(keys=0)
+
+
+def test_loop_brake_shares_its_streak_through_redis(server: RedisServer, prefix: str) -> None:
+    from loopguard import LoopBrake, LoopBrakeError
+
+    store = RedisStore(server.url, prefix=prefix)
+    a, b = LoopBrake(3, store=store), LoopBrake(3, store=RedisStore(server.url, prefix=prefix))
+    args = {"q": CANARY}
+    assert a.check("search", args, session_id="s", call_id="c1") == 1
+    assert b.check("search", args, session_id="s", call_id="c2") == 2
+    assert a.check("search", args, session_id="s", call_id="c2") == 2  # the same call id: not counted again
+    with pytest.raises(LoopBrakeError) as err:
+        a.check("search", args, session_id="s", call_id="c3")
+    assert (err.value.count, err.value.max_repeats) == (3, 3)
+    with pytest.raises(LoopBrakeError):  # denied again on the other replica, by its call id
+        b.check("search", args, session_id="s", call_id="c3")
+    assert b.streak("s") == 3 and a.check("search", {"q": "other"}, session_id="s") == 1
+    assert a.streak("other") == 0
+    raw = store.client.hgetall(store.key("s", "lb"))
+    assert CANARY.encode() not in b"".join(raw.values()) and b'"c3"' in raw[b"s"]
+    b.reset("s")
+    assert a.streak("s") == 0 and store.client.exists(store.key("s", "lb")) == 0
+
+
+def test_loop_brake_fails_open_without_redis(tmp_path: Path) -> None:
+    from loopguard import LoopBrake
+
+    store = RedisStore(RedisServer(tmp_path).url)  # nothing listens there
+    brake = LoopBrake(2, store=store)
+    assert [brake.check("t", {"x": 1}, session_id="s") for _ in range(3)] == [1, 1, 1]
+    assert store.errors == 3 and brake.streak("s") == 0
+    with pytest.raises(TypeError, match="store must be a MemoryStore or a RedisStore, not str"):
+        LoopBrake(store="redis://x")  # type: ignore[arg-type]
+
+
+def test_session_passes_its_store_to_its_guard(server: RedisServer, prefix: str) -> None:
+    from loopguard import Session
+
+    replicas = [Session("conv", store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    args = {"pattern": "x", "path": "src"}
+    actions = []
+    for i in range(3):
+        s = replicas[i % 2]
+        actions.append(s.tool_call("grep", args).action)
+        if actions[-1] == "allow":
+            s.tool_result("grep", args, "a.py:3: x")
+    assert actions == ["allow", "allow", "deny"]
+    with pytest.raises(ValueError, match="pass either guard or guard_config/clock/store, not both"):
+        Session("x", guard=ToolGuard(), store=RedisStore(server.url, prefix=prefix))

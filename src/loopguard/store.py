@@ -156,12 +156,13 @@ class RedisStore:
     def __repr__(self) -> str:
         return f"RedisStore(prefix={self.prefix!r}, ttl={self.ttl:g}, errors={self.errors})"
 
-    def key(self, session: str) -> str:
-        """The Redis key of a session's state (the session key is hashed, never stored)."""
+    def key(self, session: str, kind: str = "tg") -> str:
+        """The Redis key of a session's state (the session key is hashed, never stored):
+        ``kind`` ``"tg"`` for a :class:`~loopguard.ToolGuard`, ``"lb"`` for a :class:`~loopguard.LoopBrake`."""
         digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        return f"{self.prefix}tg:{digest}"
+        return f"{self.prefix}{kind}:{digest}"
 
-    def get(self, session: str) -> tuple[bytes | None, int]:
+    def get(self, session: str, kind: str = "tg") -> tuple[bytes | None, int]:
         """The session's state (``None`` when absent or of another format) and its version.
 
         Raises
@@ -171,14 +172,14 @@ class RedisStore:
         """
         self._check()
         try:
-            version, fmt, blob = self.client.hmget(self.key(session), ["n", "f", "s"])
+            version, fmt, blob = self.client.hmget(self.key(session, kind), ["n", "f", "s"])
         except self._errors_type as exc:
             raise self._failed(exc) from None
         if fmt is None or int(fmt) != FORMAT:
             blob = None
         return blob, int(version or 0)
 
-    def put(self, session: str, blob: bytes, version: int) -> bool:
+    def put(self, session: str, blob: bytes, version: int, kind: str = "tg") -> bool:
         """Write the session's state if its version is still ``version``; False on a conflict.
 
         Raises
@@ -188,7 +189,7 @@ class RedisStore:
         """
         self._check()
         try:
-            done = self._cas(keys=[self.key(session)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
+            done = self._cas(keys=[self.key(session, kind)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
         except self._errors_type as exc:
             raise self._failed(exc) from None
         if not done:
@@ -196,8 +197,8 @@ class RedisStore:
                 self.conflicts += 1
         return bool(done)
 
-    def delete(self, session: str | None = None) -> None:
-        """Forget one session's state, or every session's under this prefix (``None``).
+    def delete(self, session: str | None = None, kind: str = "tg") -> None:
+        """Forget one session's state, or every session's under this prefix (``None``), of one ``kind``.
 
         Raises
         ------
@@ -207,9 +208,9 @@ class RedisStore:
         self._check()
         try:
             if session is not None:
-                self.client.delete(self.key(session))
+                self.client.delete(self.key(session, kind))
                 return
-            for key in self.client.scan_iter(match=f"{self.prefix}tg:*", count=500):
+            for key in self.client.scan_iter(match=f"{self.prefix}{kind}:*", count=500):
                 self.client.delete(key)
         except self._errors_type as exc:
             raise self._failed(exc) from None
