@@ -285,3 +285,16 @@ def test_session_passes_its_store_to_its_guard(server: RedisServer, prefix: str)
     assert actions == ["allow", "allow", "deny"]
     with pytest.raises(ValueError, match="pass either guard or guard_config/clock/store, not both"):
         Session("x", guard=ToolGuard(), store=RedisStore(server.url, prefix=prefix))
+
+
+def test_dispose_leaves_the_shared_sessions_to_the_other_replicas(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix)
+    guard = ToolGuard(store=store)
+    guard.before_call("a", "ls", {})
+    guard.before_call("b", "ls", {})
+    guard.dispose()
+    assert len(store.client.keys(f"{prefix}*")) == 2 and len(guard) == 0
+    guard.reset("a")
+    assert store.client.keys(f"{prefix}*") == [store.key("b").encode()]
+    guard.reset()
+    assert store.client.keys(f"{prefix}*") == []

@@ -126,7 +126,7 @@ class ToolGuard:
         return f"ToolGuard(sessions={len(self._sessions)})"
 
     def __len__(self) -> int:
-        """The number of sessions with state."""
+        """The number of sessions with state in this process (0 with a shared store)."""
         return len(self._sessions)
 
     def _session(self, session_id: Any) -> SessionState:
@@ -171,8 +171,10 @@ class ToolGuard:
             self._sessions.forget(None if session_id is None else session_key(session_id))
 
     def dispose(self) -> None:
-        """Forget all state; the guard stays usable."""
-        self.reset()
+        """Forget all state held in this process; the guard stays usable.  A shared store's
+        sessions are left to the other replicas (:meth:`reset` with no session id deletes them)."""
+        if self._remote is None:
+            self.reset()
 
     # ---------------------------------------------------------- before_call
 
