@@ -21,6 +21,11 @@ counted in :attr:`RedisStore.errors`; a warning is logged on the ``loopguard.sto
 most once per ``warn_interval`` seconds; for ``retry_interval`` seconds after an error the store
 is not asked (decisions fail open at once), then it is tried again, so the guard recovers by
 itself when Redis is back.
+
+The store is synchronous (``redis.Redis``): the guard's async paths call it in the event loop's
+thread, so one decision may block the loop for up to ``socket_timeout`` x 3 (load, write, one
+retry); an async twin (``redis.asyncio``) is not built yet.  Timestamps (``strikes``, ``stall``)
+are read from the guard's clock: give every replica the same one (``clock=time.time``).
 """
 
 from __future__ import annotations
