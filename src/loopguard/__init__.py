@@ -44,6 +44,7 @@ from .guard import (
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .results import normalize_result, result_digest
 from .session import Session, SessionConfig, SessionState, Verdict
+from .store import MemoryStore, RedisStore
 from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, StreamState
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text, scan_tokens
 
@@ -71,6 +72,8 @@ __all__ = [
     "LoopBrake",
     "LoopBrakeError",
     "LoopGuardCancelled",
+    "MemoryStore",
+    "RedisStore",
     "Session",
     "SessionConfig",
     "SessionState",

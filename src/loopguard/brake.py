@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import json
 import logging
 import os
 import re
@@ -48,6 +49,7 @@ from .guard.state import BoundedTable
 from .guard.streak import Streak
 from .guard.wrap import accepts_keyword, is_async, split_call
 from .identity import call_hash, session_key
+from .store import MemoryStore, RedisStore, StoreUnavailable
 from .terminal import shown_name
 
 __all__ = [
@@ -142,6 +144,45 @@ class LoopBrakeError(Exception):
             _rebuild_loop_brake_error,
             (self.tool_name, self.count, self.max_repeats, self.hash_prefix, self.session_id),
         )
+
+
+def _shared_check(
+    store: RedisStore, key: str, digest: str, call_id: Hashable | None, limit: int
+) -> tuple[int, int, bool]:
+    """:meth:`LoopBrake.check`'s count against a shared store: (count, the count it was denied at
+    or 0, the call id was seen before); compare-and-set, again on a conflict; fail open."""
+    for _ in range(32):
+        try:
+            blob, version = store.get(key, "lb")
+        except StoreUnavailable:
+            return 1, 0, False
+        last, count, seen = _slot(blob)
+        if call_id is not None and seen.get(call_id, (None, 0))[0] == digest:
+            at = seen[call_id][1]
+            return (at or count), at, True
+        count = count + 1 if digest == last else 1
+        denied_at = count if count >= limit else 0
+        if isinstance(call_id, (str, int)) and not isinstance(call_id, bool):
+            seen[call_id] = (digest, denied_at)
+        ids = [[c, d, at] for c, (d, at) in list(seen.items())[-CALL_ID_MEMORY:]]
+        try:
+            if store.put(key, json.dumps([digest, count, ids]).encode(), version, "lb"):
+                return count, denied_at, False
+        except StoreUnavailable:
+            return 1, 0, False
+    return 1, 0, False
+
+
+def _slot(blob: bytes | None) -> tuple[str | None, int, dict[Any, tuple[str, int]]]:
+    """A stored slot: (last call hash, streak, call id -> (hash, denied at)); a new one for none
+    or an unreadable one."""
+    if blob is not None:
+        try:
+            last, count, ids = json.loads(blob)
+            return last, int(count), {cid: (d, int(at)) for cid, d, at in ids}
+        except (ValueError, TypeError):
+            logger.warning("loop brake: unreadable slot in the store; starting it afresh")
+    return None, 0, {}
 
 
 def _rebuild_loop_brake_error(
@@ -308,6 +349,12 @@ class LoopBrake:
         Sessions held; past it the least recently checked session is
         forgotten (LRU), so memory is bounded by one slot per session
         whatever the number of sessions or calls.
+    store : MemoryStore | RedisStore | None, default None
+        Where the slots are kept: this process (``None``, :class:`~loopguard.MemoryStore`)
+        or Redis, shared by replicas (:class:`~loopguard.RedisStore`: a compare-and-set per
+        call; the slot holds the call hash, the streak and the last 64 ``str``/``int`` call
+        ids).  Without Redis (down, slow) the brake fails open: the call is allowed as the
+        first of its streak, counted in ``store.errors``; no store exception is raised.
 
     Raises
     ------
@@ -316,6 +363,8 @@ class LoopBrake:
         ``True``, ``"3x"``).
     ConfigError
         ``max_sessions`` is not an integer >= 1.
+    TypeError
+        ``store`` is not a store.
 
     Notes
     -----
@@ -348,7 +397,13 @@ class LoopBrake:
     1
     """
 
-    def __init__(self, max_repeats: int | str | None = None, *, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
+    def __init__(
+        self,
+        max_repeats: int | str | None = None,
+        *,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        store: MemoryStore | RedisStore | None = None,
+    ) -> None:
         # the key wins; only when it is missing (None) is LOOPGUARD_MAX_REPEATS read (spec §5.1)
         self.max_repeats: int = resolve_max_repeats(max_repeats)
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
@@ -356,6 +411,9 @@ class LoopBrake:
         self.max_sessions: int = max_sessions
         self._sessions: BoundedTable[str, _Slot] = BoundedTable(max_sessions)
         self._lock = threading.Lock()
+        if store is not None and not isinstance(store, (MemoryStore, RedisStore)):
+            raise TypeError(f"store must be a MemoryStore or a RedisStore, not {type(store).__name__}")
+        self._remote = store if isinstance(store, RedisStore) else None
 
     def __repr__(self) -> str:
         return f"LoopBrake(max_repeats={self.max_repeats}, max_sessions={self.max_sessions}, sessions={len(self)})"
@@ -412,21 +470,24 @@ class LoopBrake:
         digest = call_hash(tool, args)
         key = session_key(session_id)
         limit = self.max_repeats
-        with self._lock:
-            slot = self._sessions.use(key, _Slot)
-            seen = slot.call_ids
-            if call_id is not None and seen is not None and seen.get(call_id, (None, 0))[0] == digest:
-                denied_at = seen[call_id][1]
-                count = denied_at if denied_at else slot.count
-                repeated = True
-            else:
-                repeated = False
-                count = slot.push(digest)
-                denied_at = count if count >= limit else 0
-                if call_id is not None:
-                    if seen is None:
-                        seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
-                    seen.add(call_id, (digest, denied_at))
+        if self._remote is not None:
+            count, denied_at, repeated = _shared_check(self._remote, key, digest, call_id, limit)
+        else:
+            with self._lock:
+                slot = self._sessions.use(key, _Slot)
+                seen = slot.call_ids
+                if call_id is not None and seen is not None and seen.get(call_id, (None, 0))[0] == digest:
+                    denied_at = seen[call_id][1]
+                    count = denied_at if denied_at else slot.count
+                    repeated = True
+                else:
+                    repeated = False
+                    count = slot.push(digest)
+                    denied_at = count if count >= limit else 0
+                    if call_id is not None:
+                        if seen is None:
+                            seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
+                        seen.add(call_id, (digest, denied_at))
         level = logging.WARNING if denied_at else logging.DEBUG
         if logger.isEnabledFor(level):
             logger.log(
@@ -455,6 +516,12 @@ class LoopBrake:
             The session; ``None`` → ``"default"``.
         """
         key = session_key(session_id)
+        if self._remote is not None:
+            try:
+                blob = self._remote.get(key, "lb")[0]
+            except StoreUnavailable:
+                return 0
+            return 0 if blob is None else int(json.loads(blob)[1])
         with self._lock:
             slot = self._sessions.get(key)
             return 0 if slot is None else slot.count
@@ -466,8 +533,15 @@ class LoopBrake:
         ----------
         session_id : Any, default None
             The session to forget; ``None`` forgets every session (to forget
-            only the default session, pass ``"default"``).
+            only the default session, pass ``"default"``).  With a shared store: its slots
+            under its prefix (nothing happens when the store is unavailable).
         """
+        if self._remote is not None:
+            try:
+                self._remote.delete(None if session_id is None else session_key(session_id), "lb")
+            except StoreUnavailable:
+                pass
+            return
         with self._lock:
             self._sessions.forget(None if session_id is None else session_key(session_id))
 

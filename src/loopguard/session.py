@@ -96,6 +96,7 @@ from .attempts import AttemptRecorder
 from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
+from .store import MemoryStore, RedisStore
 from .terminal import shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
 
@@ -456,13 +457,19 @@ class Session:
     clock : callable returning seconds, optional
         Time source of the new guard (``stalled``, the ``strikes`` window); default
         ``time.monotonic``.  Only without ``guard``.
+    store : MemoryStore | RedisStore | None
+        Where the new guard keeps its per-session state (tool-guard, strikes and stall state;
+        ``None``: this process; see :class:`~loopguard.ToolGuard`).  Only without ``guard``.
+        The session's own turn and rescue counts and its stream text stay in this object.
+    on_store_error : ``"open"`` | ``"closed"``
+        The new guard's decision without its shared store (default ``"open"``).
 
     Raises
     ------
     TypeError
         for a config of the wrong type.
     ValueError
-        when ``guard`` is given together with ``guard_config`` or ``clock``.
+        when ``guard`` is given together with ``guard_config``, ``clock`` or ``store``.
     ConfigError
         for an invalid ``guard_config`` mapping.
 
@@ -514,11 +521,13 @@ class Session:
         guard_config: ToolGuardConfig | Mapping[str, Any] | None = None,
         config: SessionConfig | None = None,
         clock: Callable[[], float] | None = None,
+        store: MemoryStore | RedisStore | None = None,
+        on_store_error: str = "open",
     ) -> None:
         self._sid = session_id
         self.text_config: TextConfig = _text_config(text_config)
         self.config: SessionConfig = _session_config(config)
-        self._guard = _tool_guard(guard, guard_config, clock)
+        self._guard = _tool_guard(guard, guard_config, clock, store, on_store_error)
         self._clock = self._guard.clock
         self._state = _IDLE
         self._forget()
@@ -1324,16 +1333,21 @@ def _session_config(value: SessionConfig | None) -> SessionConfig:
 
 
 def _tool_guard(
-    guard: ToolGuard | None, guard_config: ToolGuardConfig | Mapping[str, Any] | None, clock: Callable[[], float] | None
+    guard: ToolGuard | None,
+    guard_config: ToolGuardConfig | Mapping[str, Any] | None,
+    clock: Callable[[], float] | None,
+    store: MemoryStore | RedisStore | None = None,
+    on_store_error: str = "open",
 ) -> ToolGuard:
     if guard is None:
         if guard_config is not None and not isinstance(guard_config, (ToolGuardConfig, Mapping)):
             raise TypeError(
                 f"guard_config must be a ToolGuardConfig, a mapping or None, not {type(guard_config).__name__}"
             )
-        return ToolGuard(guard_config, clock=time.monotonic if clock is None else clock)
+        clock = time.monotonic if clock is None else clock
+        return ToolGuard(guard_config, clock=clock, store=store, on_store_error=on_store_error)
     if not isinstance(guard, ToolGuard):
         raise TypeError(f"guard must be a ToolGuard or None, not {type(guard).__name__}")
-    if guard_config is not None or clock is not None:
-        raise ValueError("pass either guard or guard_config/clock, not both")
+    if guard_config is not None or clock is not None or store is not None:
+        raise ValueError("pass either guard or guard_config/clock/store, not both")
     return guard

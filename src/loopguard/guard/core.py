@@ -6,18 +6,21 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..identity import session_key
+from ..store import MemoryStore, RedisStore, StoreUnavailable
 from ..terminal import shown_name
-from . import ladder, strikes, timers
+from . import ladder, shared, strikes, timers
 from .config import ToolGuardConfig
 from .context import Call, ShellFacts, Tools, parse_args
 from .decisions import Decision, Intervention, logger
 from .repeat import attempt_signature
-from .state import BoundedTable, SessionState
+from .state import BoundedTable, SessionState, stable_hash
 
 __all__ = ["ToolGuard"]
+
+T = TypeVar("T")
 
 
 def _check_tool(tool: Any) -> str:
@@ -46,7 +49,16 @@ class ToolGuard:
         :meth:`ToolGuardConfig.from_mapping`).
     clock : callable returning seconds, optional
         Time source for the ``stall`` and ``strikes`` rules (default ``time.monotonic``);
-        inject a fake clock in tests.
+        inject a fake clock in tests.  With a shared store, give every replica a clock they
+        agree on (``time.time``).
+    store : MemoryStore | RedisStore | None
+        Where the per-session state is kept: this process (``None`` or :class:`~loopguard.MemoryStore`,
+        the default) or Redis, shared by replicas (:class:`~loopguard.RedisStore`: each call loads
+        the session, decides and writes it back with a compare-and-set; see :mod:`loopguard.store`).
+    on_store_error : ``"open"`` | ``"closed"``
+        Without the shared store (Redis down or slow): ``"open"`` (default) allows every call
+        and observes nothing; ``"closed"`` denies every call (``rule="store_unavailable"``).
+        Either way no store exception reaches the caller.
 
     Thread-safe: one lock guards all sessions.  Memory: at most
     ``max_sessions`` sessions (least recently used evicted), each with at
@@ -64,8 +76,10 @@ class ToolGuard:
     ConfigError
         for an invalid configuration.
     TypeError
-        for a ``config`` of another type, or a ``clock`` that is not callable or does
-        not return an int or float.
+        for a ``config`` of another type, a ``clock`` that is not callable or does
+        not return an int or float, or a ``store`` that is not a store.
+    ValueError
+        for an ``on_store_error`` other than ``"open"`` or ``"closed"``.
 
     Examples
     --------
@@ -82,7 +96,12 @@ class ToolGuard:
     """
 
     def __init__(
-        self, config: ToolGuardConfig | Mapping[str, Any] | None = None, *, clock: Callable[[], float] = time.monotonic
+        self,
+        config: ToolGuardConfig | Mapping[str, Any] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        store: MemoryStore | RedisStore | None = None,
+        on_store_error: str = "open",
     ) -> None:
         if config is None:
             config = ToolGuardConfig()
@@ -100,12 +119,14 @@ class ToolGuard:
         self._sessions: BoundedTable[str, SessionState] = BoundedTable(config.max_sessions)
         self._lock = threading.RLock()
         self._tools = Tools(config)
+        self._remote = _remote(store, on_store_error)
+        self._closed = on_store_error == "closed"
 
     def __repr__(self) -> str:
         return f"ToolGuard(sessions={len(self._sessions)})"
 
     def __len__(self) -> int:
-        """The number of sessions with state."""
+        """The number of sessions with state in this process (0 with a shared store)."""
         return len(self._sessions)
 
     def _session(self, session_id: Any) -> SessionState:
@@ -117,6 +138,20 @@ class ToolGuard:
         """The session's state if held (its place in the LRU order unchanged)."""
         return self._sessions.get(session_key(session_id))
 
+    def _with(self, session_id: Any, fn: Callable[[SessionState], T], fallback: T, *, write: bool = True) -> T:
+        """``fn`` on the session's state: held here, or loaded from the shared store and written
+        back (``write``); ``fallback`` when the shared store cannot be used."""
+        if self._remote is None:
+            with self._lock:
+                return fn(self._session(session_id))
+        return shared.apply(self._remote, session_key(session_id), self._fresh, fn, lambda: fallback, write=write)
+
+    def _fresh(self) -> SessionState:
+        """A new session's state in the shared store (stable hashes, its ``keys`` limit)."""
+        assert self._remote is not None
+        keys = min(self.config.max_keys_per_session, self._remote.limits.keys)
+        return SessionState(self._clock(), keys, stable_hash)
+
     def _call(self, s: SessionState, tool: str, args: Any, key: str, facts: ShellFacts | None, index: int = 0) -> Call:
         return Call(self.config, s, tool, args, key, facts, self._clock, lambda kind: self._strike(s, kind), index)
 
@@ -124,13 +159,22 @@ class ToolGuard:
         return strikes.strike(self.config, s, kind, self._clock)
 
     def reset(self, session_id: Any = None) -> None:
-        """Forget one session's state (``session_id`` given) or every session's."""
+        """Forget one session's state (``session_id`` given) or every session's (with a shared
+        store: every session under its prefix; nothing happens when the store is unavailable)."""
+        if self._remote is not None:
+            try:
+                self._remote.delete(None if session_id is None else session_key(session_id))
+            except StoreUnavailable:
+                pass
+            return
         with self._lock:
             self._sessions.forget(None if session_id is None else session_key(session_id))
 
     def dispose(self) -> None:
-        """Forget all state; the guard stays usable."""
-        self.reset()
+        """Forget all state held in this process; the guard stays usable.  A shared store's
+        sessions are left to the other replicas (:meth:`reset` with no session id deletes them)."""
+        if self._remote is None:
+            self.reset()
 
     # ---------------------------------------------------------- before_call
 
@@ -165,23 +209,35 @@ class ToolGuard:
         _check_call_id(call_id)
         parsed = parse_args(args)
         key, facts = self._tools.identity(tool, parsed)
+        if self._remote is not None:
+            return shared.apply(
+                self._remote,
+                session_key(session_id),
+                self._fresh,
+                lambda s: self._before(s, tool, args, parsed, key, facts, call_id),
+                lambda: shared.unavailable(tool, self._closed),
+            )
         with self._lock:
-            s = self._session(session_id)
-            if call_id is not None:
-                seen = s.call_ids.get(call_id)
-                if seen is not None and seen[0] == key and seen[2] is not None:
-                    return seen[2]
-            s.last_call = (tool, args, parsed, key, facts)
-            decision = ladder.before(self._call(s, tool, parsed, key, facts), self._tools)
-            if decision.allowed:
-                s.blocked.discard(key)
-            else:
-                if len(s.blocked) >= self.config.max_keys_per_session:
-                    s.blocked.clear()
-                s.blocked.add(key)
-            if call_id is not None:
-                s.call_ids.add(call_id, (key, decision.call_index, decision))
-            return decision
+            return self._before(self._session(session_id), tool, args, parsed, key, facts, call_id)
+
+    def _before(
+        self, s: SessionState, tool: str, args: Any, parsed: Any, key: str, facts: ShellFacts | None, call_id: Any
+    ) -> Decision:
+        if call_id is not None:
+            seen = s.call_ids.get(call_id)
+            if seen is not None and seen[0] == key and seen[2] is not None:
+                return seen[2]
+        s.last_call = (tool, args, parsed, key, facts)
+        decision = ladder.before(self._call(s, tool, parsed, key, facts), self._tools)
+        if decision.allowed:
+            s.blocked.discard(key)
+        else:
+            if len(s.blocked) >= self.config.max_keys_per_session:
+                s.blocked.clear()
+            s.blocked.add(key)
+        if call_id is not None:
+            s.call_ids.add(call_id, (key, decision.call_index, decision))
+        return decision
 
     # ----------------------------------------------------------- after_call
 
@@ -225,24 +281,30 @@ class ToolGuard:
         _check_call_id(call_id)
         if not isinstance(error, bool):
             raise TypeError(f"error must be a bool, not {type(error).__name__}")
+        if self._remote is not None:
+            return self._with(session_id, lambda s: self._after(s, tool, args, result, error, call_id), [])
         with self._lock:
-            s = self._session(session_id)
-            last = s.last_call
-            if last is not None and last[1] is args and last[0] == tool:
-                parsed, key, facts = last[2], last[3], last[4]  # the object before_call just hashed
-            else:
-                parsed = parse_args(args)
-                key, facts = self._tools.identity(tool, parsed)
-            s.last_call = None
-            if key in s.blocked:
-                # the host reports the result of a request that was denied or cancelled (the seed
-                # routes denials through the result pipeline): the tool did not run, nothing to learn
-                logger.debug("after_call of a denied %s request ignored", shown_name(tool))
-                return []
-            index = _result_index(s, key, call_id)
-            if index is None:
-                return []
-            return ladder.after(self._call(s, tool, parsed, key, facts, index), self._tools, result, error)
+            return self._after(self._session(session_id), tool, args, result, error, call_id)
+
+    def _after(
+        self, s: SessionState, tool: str, args: Any, result: Any, error: bool, call_id: Any
+    ) -> list[Intervention]:
+        last = s.last_call
+        if last is not None and last[1] is args and last[0] == tool:
+            parsed, key, facts = last[2], last[3], last[4]  # the object before_call just hashed
+        else:
+            parsed = parse_args(args)
+            key, facts = self._tools.identity(tool, parsed)
+        s.last_call = None
+        if key in s.blocked:
+            # the host reports the result of a request that was denied or cancelled (the seed
+            # routes denials through the result pipeline): the tool did not run, nothing to learn
+            logger.debug("after_call of a denied %s request ignored", shown_name(tool))
+            return []
+        index = _result_index(s, key, call_id)
+        if index is None:
+            return []
+        return ladder.after(self._call(s, tool, parsed, key, facts, index), self._tools, result, error)
 
     # ------------------------------------------------------- replay mode
 
@@ -274,20 +336,23 @@ class ToolGuard:
         if not isinstance(reasoning, str) or not isinstance(text, str):
             raise TypeError("reasoning and text must be str")
         signature, size = attempt_signature(reasoning, text, tool_calls)
-        with self._lock:
-            s = self._session(session_id)
-            if not self.config.replay_detection:
-                s.replay = False
-                return False
-            long_enough = size >= self.config.min_replay_chars
-            s.replay = long_enough and signature == s.signature
-            s.signature = signature if long_enough else None
-            if s.replay:
-                logger.info("replay mode: two identical attempts in a row")
-            return s.replay
+        return self._with(session_id, lambda s: self._attempt(s, signature, size), False)
+
+    def _attempt(self, s: SessionState, signature: str, size: int) -> bool:
+        if not self.config.replay_detection:
+            s.replay = False
+            return False
+        long_enough = size >= self.config.min_replay_chars
+        s.replay = long_enough and signature == s.signature
+        s.signature = signature if long_enough else None
+        if s.replay:
+            logger.info("replay mode: two identical attempts in a row")
+        return s.replay
 
     def replay_mode(self, session_id: Any = None) -> bool:
         """Whether the session is in replay mode (the ``repeat`` limit is 1)."""
+        if self._remote is not None:
+            return self._with(session_id, lambda s: s.replay, False, write=False)
         with self._lock:
             s = self._held(session_id)
             return bool(s and s.replay)
@@ -296,19 +361,14 @@ class ToolGuard:
 
     def note_progress(self, session_id: Any = None) -> None:
         """A progress event (step start/end, model output, a tool call or result: the ``stall`` rule)."""
-        with self._lock:
-            timers.progressed(self._session(session_id), self._clock())
+        self._with(session_id, lambda s: timers.progressed(s, self._clock()), None)
 
     def note_change(self, session_id: Any = None) -> None:
         """The world changed where the guard cannot see it (the user acted, a file changed
         outside the tools, another agent wrote): every call's ``repeat`` chain starts again, as
         after a call that changes the world (``docs/tools.md``, State changes).  Tool state
         is kept (unlike :meth:`reset`)."""
-        with self._lock:
-            s = self._session(session_id)
-            s.epoch += 1
-            s.changes += 1
-            s.new_changes += 1
+        self._with(session_id, _changed, None)
 
     def check_stall(self, session_id: Any = None) -> Intervention | None:
         """The ``stall`` rule: an intervention (``kind="stalled"``, ``rule="stall"``) when no
@@ -316,8 +376,7 @@ class ToolGuard:
         call is pending), once per stall; it is recorded as a ``strikes`` strike and has
         ``action="cancel"`` when the strikes reach ``strikes_before_cancel``.
         ``None`` otherwise."""
-        with self._lock:
-            return timers.check_stall(self.config, self._session(session_id), self._clock)
+        return self._with(session_id, lambda s: timers.check_stall(self.config, s, self._clock), None)
 
     def strike(self, session_id: Any, kind: str) -> Intervention | None:
         """The ``strikes`` rule: record a strong signal (``"text_loop"``, ``"stalled"``,
@@ -332,21 +391,28 @@ class ToolGuard:
         """
         if not isinstance(kind, str) or not kind:
             raise TypeError("kind must be a non-empty str")
-        with self._lock:
-            return self._strike(self._session(session_id), kind)
+        return self._with(session_id, lambda s: self._strike(s, kind), None)
 
     def strikes(self, session_id: Any = None) -> int:
         """Strikes currently inside the window."""
+        if self._remote is not None:
+            return self._with(session_id, self._in_window, 0, write=False)
         with self._lock:
             s = self._held(session_id)
             if s is None:
                 return 0
-            strikes.expire(self.config, s, self._clock)
-            return len(s.strikes)
+            return self._in_window(s)
+
+    def _in_window(self, s: SessionState) -> int:
+        strikes.expire(self.config, s, self._clock)
+        return len(s.strikes)
 
     def cancel_pending(self, session_id: Any = None) -> None:
         """The host cancelled the turn: calls still pending will never report a
         result, so the ``stall`` rule goes back to ``stall_minutes``."""
+        if self._remote is not None:
+            self._with(session_id, _not_pending, None)
+            return
         with self._lock:
             s = self._held(session_id)
             if s is not None:
@@ -363,9 +429,33 @@ class ToolGuard:
 
     def pending_tools(self, session_id: Any = None) -> int:
         """Tool calls allowed by :meth:`before_call` whose result has not been seen."""
+        if self._remote is not None:
+            return self._with(session_id, lambda s: s.pending, 0, write=False)
         with self._lock:
             s = self._held(session_id)
             return s.pending if s else 0
+
+
+def _changed(s: SessionState) -> None:
+    s.epoch += 1
+    s.changes += 1
+    s.new_changes += 1
+
+
+def _not_pending(s: SessionState) -> None:
+    s.pending = 0
+    s.last_call = None
+
+
+def _remote(store: Any, on_store_error: Any) -> RedisStore | None:
+    """The shared store (``None`` for the in-process default), the arguments checked."""
+    if on_store_error not in ("open", "closed"):
+        raise ValueError(f"on_store_error must be 'open' or 'closed', not {on_store_error!r}")
+    if store is None or isinstance(store, MemoryStore):
+        return None
+    if not isinstance(store, RedisStore):
+        raise TypeError(f"store must be a MemoryStore or a RedisStore, not {type(store).__name__}")
+    return store
 
 
 def _result_index(s: SessionState, key: str, call_id: Hashable | None) -> int | None:

@@ -80,7 +80,7 @@ def _adds_a_line(c: Call, lines: frozenset[int], other_lines: frozenset[int]) ->
 def after(c: Call) -> None:
     """A near-copy of a recent result of another key: no new information; a notice when it recurs."""
     s, cfg = c.s, c.cfg
-    hashes = hashed_lines(c.lines)
+    hashes = frozenset(map(c.s.h, c.lines))
     closest = _closest(c, hashes) if len(hashes) >= 3 else None
     if closest is not None and not _adds_a_line(c, hashes, closest[2]):
         overlap, other_tool, _ = closest
@@ -117,7 +117,7 @@ def reworded(c: Call) -> None:
         return
     if not (c.failure or not c.world):
         return
-    words = frozenset(hash(w) for w in arg_words(c.args))
+    words = frozenset(map(s.h, arg_words(c.args)))
     last = s.reworded.get(c.tool)
     count = 0
     if last is not None and last[1] != c.key and last[2] == c.digest and words and last[0]:

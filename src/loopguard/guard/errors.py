@@ -10,7 +10,7 @@ the last: ``find_user_id_by_``), or a call whose argument words include a word o
 message.  A later failure starts a new watch.
 
 The watch holds the hashes of the failed call's path-like values (never the values: they are
-arguments, of any length), the failure message's words (of its first 2,000 characters) and counts.
+arguments, of any length), the hashes of the failure message's words (of its first 2,000 characters) and counts.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ __all__ = ["RULE", "after"]
 
 RULE = "error_avoidance"
 
-# (tool, family, hashes of the paths, failure words, steps)
-Watch = tuple[str, str, frozenset[int], frozenset[str], int]
+# (tool, family, hashes of the paths, hashes of the failure words, steps)
+Watch = tuple[str, str, frozenset[int], frozenset[int], int]
 
 
 def _remedies(c: Call, watch: Watch) -> bool:
@@ -37,9 +37,9 @@ def _remedies(c: Call, watch: Watch) -> bool:
     return bool(
         c.tool == w_tool
         or matches(c.tool, c.cfg.remedial_tools)
-        or not w_paths.isdisjoint(map(hash, path_values(c.args)))
+        or not w_paths.isdisjoint(map(c.s.h, path_values(c.args)))
         or (w_family and tool_words(c.tool).startswith(w_family))
-        or (w_words and arg_words(c.args) & w_words)
+        or (w_words and not w_words.isdisjoint(map(c.s.h, arg_words(c.args))))
     )
 
 
@@ -48,8 +48,8 @@ def after(c: Call) -> None:
     cfg, s = c.cfg, c.s
     if c.error:
         if c.lines or not cfg.ignore_boilerplate:
-            failure_words = words(c.text[:2000]) if cfg.ignore_boilerplate else frozenset()
-            s.watch = (c.tool, family(c.tool), frozenset(map(hash, path_values(c.args))), failure_words, 0)
+            failure_words = frozenset(map(s.h, words(c.text[:2000]))) if cfg.ignore_boilerplate else frozenset()
+            s.watch = (c.tool, family(c.tool), frozenset(map(s.h, path_values(c.args))), failure_words, 0)
         else:
             s.watch = None
         return

@@ -54,16 +54,16 @@ def _unframed(s: SessionState, out: frozenset[str], need: int) -> frozenset[str]
     if not frame:
         return out
     if len(out) <= 32:  # a few lines: look each up
-        return frozenset(line for line in out if frame.get(hash(line), 0) < need)
+        return frozenset(line for line in out if frame.get(s.h(line), 0) < need)
     # many lines (whose hashes the set already holds): look the frame's lines up
     framed = [h for h, n in frame.items() if n >= need]
     if not framed:
         return out
-    by_hash = dict(zip(map(hash, out), out))
+    by_hash = dict(zip(map(s.h, out), out))
     if len(by_hash) == len(out):
         return out.difference([by_hash[h] for h in framed if h in by_hash])
     drop = frozenset(framed)  # two lines share a hash: line by line
-    return frozenset(line for line in out if hash(line) not in drop)
+    return frozenset(line for line in out if s.h(line) not in drop)
 
 
 def _learn(s: SessionState, text: str, digest: str) -> None:
@@ -74,7 +74,7 @@ def _learn(s: SessionState, text: str, digest: str) -> None:
         rows = text.splitlines()
         if len(rows) > 2 * _FRAME_EDGE:
             rows = rows[:_FRAME_EDGE] + rows[-_FRAME_EDGE:]
-    edge = frozenset(map(hash, map(str.strip, rows)))
+    edge = frozenset(map(s.h, map(str.strip, rows)))
     frame, hist = s.frame, s.frame_hist
     hist.append((digest, edge))
     s.frame_digests.add(digest)

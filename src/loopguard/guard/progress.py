@@ -30,7 +30,7 @@ def learn(c: Call) -> None:
     """Whether the result is new information; a new epoch after a new action or a state change."""
     s, k = c.s, c.k
     assert k is not None  # (set by the repeat rule)
-    pair = hash((c.key, c.digest))
+    pair = hash((c.key, c.digest)) if s.h is hash else s.h(c.key + c.digest)
     c.new = pair not in s.seen and not c.drift
     s.seen.remember(pair, None)
     # a call that changes the world: the next identical read or test is a new action -- unless

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import messages
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from .context import ShellFacts
     from .decisions import Decision
 
-__all__ = ["BoundedTable", "KeyState", "SessionState"]
+__all__ = ["BoundedTable", "KeyState", "SessionState", "stable_hash"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -31,6 +32,12 @@ REWORD_TOOLS = 64
 #: bytes of line hashes a session keeps for ``drift`` (its recent results' content lines, hashed:
 #: about 12,000 distinct lines); past it the oldest results are forgotten
 DRIFT_BYTES = 1 << 20
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit hash of ``text`` that is the same in every process (BLAKE2b, 8 bytes, signed):
+    what a session shared between replicas (:class:`loopguard.RedisStore`) hashes lines with."""
+    return int.from_bytes(blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little", signed=True)
 
 
 class BoundedTable(OrderedDict[K, V]):
@@ -182,9 +189,13 @@ class SessionState:
         "changes",
         "new_changes",
         "reworded",
+        "h",
     )
 
-    def __init__(self, now: float, max_keys: int) -> None:
+    def __init__(self, now: float, max_keys: int, h: Callable[[str], int] = hash) -> None:
+        #: how lines, words and paths are hashed: ``hash`` in one process; a stable hash
+        #: (:func:`stable_hash`) when the state is shared between processes
+        self.h = h
         self.keys: BoundedTable[str, KeyState] = BoundedTable(max_keys)
         self.seen: BoundedTable[int, None] = BoundedTable(SEEN_MAX)  # hashes of (call key, result hash)
         # drift: (key, tool, hashes of its content lines, their bytes) of recent results
@@ -194,7 +205,7 @@ class SessionState:
         self.history: deque[tuple[str, str, str]] = deque()  # (key, result hash, tool) of executions
         self.cycle_noticed: set[tuple[int, int]] = set()
         # error_avoidance: (tool, its name family, hashes of its paths, the failure's words, calls since)
-        self.watch: tuple[str, str, frozenset[int], frozenset[str], int] | None = None
+        self.watch: tuple[str, str, frozenset[int], frozenset[int], int] | None = None
         self.no_new = 0  # no_progress: calls in a row without new information
         self.breaker = 0  # circuit_breaker: calls with interventions since new information
         self.breaker_index = -1  # last call index counted in ``breaker``

@@ -1,0 +1,244 @@
+"""Where the guard keeps its per-session state: :class:`MemoryStore` (in this process, the
+default) or :class:`RedisStore` (shared by every replica of a gateway).
+
+A :class:`~loopguard.ToolGuard` given ``store=RedisStore(url)`` loads a session's state from
+Redis for each call, decides, and writes it back with a compare-and-set on the session's
+version (a server-side Lua script): when two replicas decide for one session at the same
+moment, one write wins and the other replica loads the new state and decides again, so no
+update is lost or counted twice.
+
+What Redis holds per session: one hash, ``<prefix>tg:<32 hex digits of SHA-256 of the
+session key>``, with fields ``f`` (the format version, :data:`loopguard.guard.codec.FORMAT`),
+``n`` (the compare-and-set version) and ``s`` (the state, :mod:`loopguard.guard.codec`: call
+keys, result hashes, 64-bit line hashes and counts; never an argument, a result's text or a
+session id), at most ``limits.max_bytes`` (32 KiB) per session, expiring ``ttl`` seconds after
+its last write.
+
+Faults: a Redis error or a reply slower than ``socket_timeout`` makes the guard decide without
+the store (``on_store_error="open"``, the default, allows the call; ``"closed"`` denies it with
+rule ``"store_unavailable"``); the host never sees a Redis exception.  Each such decision is
+counted in :attr:`RedisStore.errors`; a warning is logged on the ``loopguard.store`` logger at
+most once per ``warn_interval`` seconds; for ``retry_interval`` seconds after an error the store
+is not asked (decisions fail open at once), then it is tried again, so the guard recovers by
+itself when Redis is back.
+
+The store is synchronous (``redis.Redis``): the guard's async paths call it in the event loop's
+thread, so one decision may block the loop for up to ``socket_timeout`` x 3 (load, write, one
+retry); an async twin (``redis.asyncio``) is not built yet.  Timestamps (``strikes``, ``stall``)
+are read from the guard's clock: give every replica the same one (``clock=time.time``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .guard.codec import FORMAT, Limits
+
+__all__ = ["MemoryStore", "RedisStore", "StoreUnavailable"]
+
+logger = logging.getLogger("loopguard.store")
+
+# KEYS[1] the session's hash; ARGV: expected version, format, state, ttl in ms
+_CAS = """
+local v = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if v ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'n', v + 1, 'f', ARGV[2], 's', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+
+class StoreUnavailable(Exception):
+    """The store could not be read or written (internal: the guard decides without it)."""
+
+
+class MemoryStore:
+    """The guard's state in this process (the default store: today's behaviour and speed).
+
+    Sessions are kept as live objects in the guard's least-recently-used table
+    (``max_sessions``); nothing is serialised.  One ``MemoryStore`` is meant for one guard.
+
+    Examples
+    --------
+    >>> from loopguard import MemoryStore, ToolGuard
+    >>> ToolGuard(store=MemoryStore()).before_call("s", "ls", {}).action
+    'allow'
+    """
+
+    shared = False
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
+
+
+class RedisStore:
+    """Session state in Redis, shared by every replica that points at the same server and prefix.
+
+    Parameters
+    ----------
+    url : str
+        A Redis URL (``redis://host:6379/0``, ``rediss://…``, ``unix://…``), passed to
+        ``redis.Redis.from_url``.  Needs the ``redis`` package (``pip install loopguard[redis]``).
+    prefix : str
+        Prepended to every key (default ``"loopguard:"``).
+    ttl : float
+        Seconds a session's state lives after its last write (default 86,400: a day).
+    socket_timeout : float
+        Seconds to wait for Redis (connect and reply) before failing (default 0.25).
+    retry_interval : float
+        Seconds the store is not asked after an error (default 1.0).
+    warn_interval : float
+        Seconds between two warnings about store errors (default 60).
+    limits : Limits, optional
+        How much of a session is kept (:class:`loopguard.guard.codec.Limits`: 32 KiB at most).
+    client : redis.Redis, optional
+        A client to use instead of one made from ``url`` (its timeouts are then its own).
+    clock : callable, optional
+        Seconds for the intervals (default ``time.monotonic``).
+
+    Attributes
+    ----------
+    errors : int
+        Operations that could not use the store (Redis errors, timeouts, and calls made during
+        ``retry_interval``): each one a decision taken without the store.
+    conflicts : int
+        Compare-and-set conflicts (another replica wrote first; the decision was retried).
+
+    Raises
+    ------
+    ImportError
+        when the ``redis`` package is not installed.
+    ValueError
+        for an empty ``prefix`` or a ``ttl``, ``socket_timeout``, ``retry_interval`` or
+        ``warn_interval`` that is not a positive number.
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379/0",
+        *,
+        prefix: str = "loopguard:",
+        ttl: float = 86_400.0,
+        socket_timeout: float = 0.25,
+        retry_interval: float = 1.0,
+        warn_interval: float = 60.0,
+        limits: Limits | None = None,
+        client: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        for name, value in (
+            ("ttl", ttl),
+            ("socket_timeout", socket_timeout),
+            ("retry_interval", retry_interval),
+            ("warn_interval", warn_interval),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError("prefix must be a non-empty str")
+        import redis  # the optional extra: loopguard[redis]
+
+        self._errors_type: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self.client: Any = client or redis.Redis.from_url(
+            url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
+        )
+        self.prefix, self.ttl, self.limits = prefix, float(ttl), limits or Limits()
+        self.retry_interval, self.warn_interval, self._clock = float(retry_interval), float(warn_interval), clock
+        self._cas = self.client.register_script(_CAS)
+        self._lock = threading.Lock()
+        self._down_until = -1.0
+        self._warned_at: float | None = None
+        self.errors = 0
+        self.conflicts = 0
+
+    def __repr__(self) -> str:
+        return f"RedisStore(prefix={self.prefix!r}, ttl={self.ttl:g}, errors={self.errors})"
+
+    def key(self, session: str, kind: str = "tg") -> str:
+        """The Redis key of a session's state (the session key is hashed, never stored):
+        ``kind`` ``"tg"`` for a :class:`~loopguard.ToolGuard`, ``"lb"`` for a :class:`~loopguard.LoopBrake`."""
+        digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return f"{self.prefix}{kind}:{digest}"
+
+    def get(self, session: str, kind: str = "tg") -> tuple[bytes | None, int]:
+        """The session's state (``None`` when absent or of another format) and its version.
+
+        Raises
+        ------
+        StoreUnavailable
+            on a Redis error or timeout (counted and logged), or during ``retry_interval``.
+        """
+        self._check()
+        try:
+            version, fmt, blob = self.client.hmget(self.key(session, kind), ["n", "f", "s"])
+        except self._errors_type as exc:
+            raise self._failed(exc) from None
+        if fmt is None or int(fmt) != FORMAT:
+            blob = None
+        return blob, int(version or 0)
+
+    def put(self, session: str, blob: bytes, version: int, kind: str = "tg") -> bool:
+        """Write the session's state if its version is still ``version``; False on a conflict.
+
+        Raises
+        ------
+        StoreUnavailable
+            as :meth:`get`.
+        """
+        self._check()
+        try:
+            done = self._cas(keys=[self.key(session, kind)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
+        except self._errors_type as exc:
+            raise self._failed(exc) from None
+        if not done:
+            with self._lock:
+                self.conflicts += 1
+        return bool(done)
+
+    def delete(self, session: str | None = None, kind: str = "tg") -> None:
+        """Forget one session's state, or every session's under this prefix (``None``), of one ``kind``.
+
+        Raises
+        ------
+        StoreUnavailable
+            as :meth:`get`.
+        """
+        self._check()
+        try:
+            if session is not None:
+                self.client.delete(self.key(session, kind))
+                return
+            for key in self.client.scan_iter(match=f"{self.prefix}{kind}:*", count=500):
+                self.client.delete(key)
+        except self._errors_type as exc:
+            raise self._failed(exc) from None
+
+    def _check(self) -> None:
+        if self._down_until >= 0 and self._clock() < self._down_until:
+            with self._lock:
+                self.errors += 1
+            raise StoreUnavailable("store unavailable (retrying later)")
+
+    def _failed(self, exc: BaseException) -> StoreUnavailable:
+        """Count the error, warn at most once per interval, and wait ``retry_interval``."""
+        now = self._clock()
+        with self._lock:
+            self.errors += 1
+            self._down_until = now + self.retry_interval
+            warn = self._warned_at is None or now - self._warned_at >= self.warn_interval
+            if warn:
+                self._warned_at = now
+            count = self.errors
+        if warn:
+            # the exception's type only: a Redis error message may quote a command's values
+            logger.warning(
+                "state store unavailable (%s); deciding without it (%d errors so far)", type(exc).__name__, count
+            )
+        return StoreUnavailable(type(exc).__name__)

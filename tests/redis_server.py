@@ -1,0 +1,67 @@
+"""A real ``redis-server`` for the store tests (Debian's ``redis-server``; ``.ci/run`` installs
+it): started on a free port in a temporary directory, without persistence."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["RedisServer", "free_port", "have_redis"]
+
+
+def have_redis() -> bool:
+    """``redis-server`` is on the PATH and the ``redis`` package imports."""
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("redis-server") is not None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """``redis-server`` on 127.0.0.1:``port`` in ``directory``; :meth:`start`, :meth:`kill`."""
+
+    def __init__(self, directory: Path, port: int | None = None) -> None:
+        self.directory, self.port = directory, port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        args += [
+            "--dir",
+            str(self.directory),
+            "--logfile",
+            str(self.directory / "redis.log"),
+            "--enable-debug-command",
+            "local",
+        ]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError(f"redis-server did not start on port {self.port}")
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+            self.proc = None

@@ -1,0 +1,300 @@
+"""The state store (issue 18, items 1 and 2): ``ToolGuard(store=RedisStore(url))`` against a real
+``redis-server`` decides exactly as the in-memory guard, keeps no argument, result or session
+id in Redis, stays within 32 KiB per session, loses no update when two replicas write one
+session at once, and fails open (or closed) without Redis, then recovers."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loopguard import MemoryStore, RedisStore, ToolGuard
+from loopguard.guard import codec
+from loopguard.guard.state import SessionState, stable_hash
+from redis_server import RedisServer, have_redis
+from store_workload import CANARY, decide, session_calls
+
+if not have_redis():
+    if os.environ.get("LOOPGUARD_REQUIRE_REDIS"):
+        raise RuntimeError("LOOPGUARD_REQUIRE_REDIS is set but redis-server or the redis package is missing")
+    pytest.skip("needs redis-server and the redis package (pip install loopguard[redis])", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield srv
+    srv.kill()
+
+
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest) -> str:
+    return f"t{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:8]}:"
+
+
+def test_stable_hash_is_blake2b_of_the_utf8_text() -> None:
+    want = int.from_bytes(hashlib.blake2b(b"src/a.py:3: x", digest_size=8).digest(), "little", signed=True)
+    assert stable_hash("src/a.py:3: x") == want
+    assert stable_hash("\ud800") == int.from_bytes(
+        hashlib.blake2b("\ud800".encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little", signed=True
+    )
+
+
+def test_decisions_equal_the_in_memory_guard_across_two_replicas(server: RedisServer, prefix: str) -> None:
+    mem = ToolGuard()
+    replicas = [ToolGuard(store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    kinds: set[str] = set()
+    for sid in range(40):
+        for i, call in enumerate(session_calls(sid)):
+            want = decide(mem, f"s{sid}", i, call)
+            assert decide(replicas[i % 2], f"s{sid}", i, call) == want, (sid, i)
+            kinds.update([want[3]] + [x[1] for x in want[5]])
+    # the workload exercises the rules whose state crosses replicas
+    assert {"repeat", "locked", "drift", "error_avoidance", "cycle", "circuit_breaker", "repeat_streak"} <= kinds
+
+
+def test_the_default_store_is_in_memory() -> None:
+    args = {"pattern": "x", "path": "src"}
+    for guard in (ToolGuard(), ToolGuard(store=MemoryStore())):
+        assert guard._remote is None
+        actions = []
+        for _ in range(3):
+            actions.append(guard.before_call("s", "grep", args).action)
+            if actions[-1] == "allow":
+                guard.after_call("s", "grep", args, "a.py:3: x")
+        assert actions == ["allow", "allow", "deny"]
+        assert len(guard) == 1
+
+
+def test_redis_holds_no_argument_result_or_session_id(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix, ttl=600)
+    guard = ToolGuard(store=store)
+    session = f"user-{CANARY}"
+    for i, call in enumerate(session_calls(7)):
+        decide(guard, session, i, call)
+    guard.before_call(session, "shell", {"command": f"curl -H 'Authorization: {CANARY}' x"}, call_id=f"c-{1}")
+    keys = store.client.keys(f"{prefix}*")
+    assert keys == [store.key(session).encode()]
+    assert keys[0].startswith(prefix.encode() + b"tg:") and len(keys[0]) == len(prefix) + 3 + 32
+    fields = store.client.hgetall(keys[0])
+    assert set(fields) == {b"n", b"f", b"s"} and fields[b"f"] == str(codec.FORMAT).encode()
+    plain = zlib.decompress(fields[b"s"])
+    for needle in (CANARY.encode(), b"curl", b"Authorization", b"permission denied", b"user-"):
+        assert needle not in plain and needle not in fields[b"s"]
+    assert 0 < store.client.pttl(keys[0]) <= 600_000
+
+
+def _worst_session() -> SessionState:
+    """A session filled past every bound the shared store keeps."""
+    guard = ToolGuard(store=None)
+    s = SessionState(0.0, 1024, stable_hash)
+    guard._sessions.remember("w", s)
+    long = "\n".join(f"line {i} " + "x" * 40 for i in range(600))
+    for i in range(1200):
+        args = {"query": " ".join(f"w{i}_{j}" for j in range(300)), "n": i}
+        if guard.before_call("w", f"tool{i % 70}", args, call_id=f"id-{i}").allowed:
+            guard.after_call(
+                "w", f"tool{i % 70}", args, long.replace("line", f"l{i}"), error=i % 3 == 0, call_id=f"id-{i}"
+            )
+    return s
+
+
+def test_worst_case_state_is_at_most_32_kib_in_redis(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix)
+    s = _worst_session()
+    assert len(s.keys) > 128 and len(s.seen) > 1024 and len(s.call_ids) == 256
+    blob = codec.dump(s, store.limits)
+    raw = zlib.decompress(blob)
+    assert len(raw) > 32 * 1024  # before shrinking it would not fit
+    assert store.put("w", blob, 0)
+    used = store.client.memory_usage(store.key("w"))
+    print(f"worst-case session: blob {len(blob)} B, Redis MEMORY USAGE {used} B")
+    assert used <= 32 * 1024
+    back = codec.load(blob, 1024)
+    assert 0 < len(back.keys) <= 128 and list(back.keys)[-1] == list(s.keys)[-1]
+    assert back.calls == s.calls and back.executions == s.executions
+
+
+def test_codec_round_trip_keeps_every_rule_state() -> None:
+    s = SessionState(5.0, 128, stable_hash)
+    guard = ToolGuard()
+    guard._sessions.remember("r", s)
+    for i, call in enumerate(session_calls(3)):
+        decide(guard, "r", i, call)
+    guard.strike("r", "text_loop")
+    back = codec.load(codec.dump(s), 128)
+    for name in ("epoch", "no_new", "breaker", "breaker_index", "calls", "executions", "changes", "new_changes"):
+        assert getattr(back, name) == getattr(s, name), name
+    assert list(back.keys) == list(s.keys) and list(back.seen) == list(s.seen)
+    assert back.history == s.history and back.cycle_noticed == s.cycle_noticed and back.watch == s.watch
+    assert back.recent == s.recent and back.frame == s.frame and back.frame_hist == s.frame_hist
+    assert back.strikes == s.strikes and back.blocked == s.blocked and back.reworded == s.reworded
+    assert (back.streak.last, back.streak.count, back.streak.result) == (s.streak.last, s.streak.count, s.streak.result)
+    for key, k in s.keys.items():
+        assert [getattr(back.keys[key], f) for f in codec._KEY_FIELDS] == [getattr(k, f) for f in codec._KEY_FIELDS]
+        assert back.keys[key].head == ""  # result text is never stored
+
+
+def test_codec_refuses_another_format() -> None:
+    with pytest.raises(ValueError, match="format 2 is not 1"):
+        codec.load(zlib.compress(b"[2]"), 8)
+    with pytest.raises(ValueError, match="not a loopguard session state"):
+        codec.load(b"junk", 8)
+    with pytest.raises(ValueError, match="malformed"):
+        codec.load(zlib.compress(b"[1, 5]"), 8)
+
+
+def test_two_replicas_at_once_lose_no_update(server: RedisServer, prefix: str) -> None:
+    stores = [RedisStore(server.url, prefix=prefix) for _ in range(4)]
+    guards = [ToolGuard(store=st) for st in stores]
+    start = threading.Barrier(4)
+
+    def work(g: ToolGuard, t: int) -> None:
+        start.wait()
+        for i in range(60):
+            g.before_call("shared", "read_file", {"path": f"f{t}_{i}.py"})
+
+    threads = [threading.Thread(target=work, args=(g, t)) for t, g in enumerate(guards)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    # 240 requests counted exactly once each: the next one is call 240
+    assert guards[0].before_call("shared", "ls", {"path": "."}).call_index == 240
+    assert sum(st.conflicts for st in stores) > 0  # they did collide, and were retried
+    assert sum(st.errors for st in stores) == 0
+
+
+def test_redis_down_fails_open_logs_once_and_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    srv = RedisServer(tmp_path).start()
+    store = RedisStore(srv.url, retry_interval=0.05, warn_interval=60, socket_timeout=0.25)
+    guard = ToolGuard(store=store)
+    args = {"pattern": "x", "path": "src"}
+    assert guard.before_call("s", "grep", args).action == "allow"
+    srv.kill()
+    caplog.set_level(logging.WARNING, logger="loopguard.store")
+    during = []
+    for _ in range(5):  # the same call again and again: the store is down, every one is allowed
+        during.append(guard.before_call("s", "grep", args).action)
+        assert guard.after_call("s", "grep", args, "a.py:3: x") == []
+        time.sleep(0.06)
+    assert during == ["allow"] * 5
+    assert store.errors >= 5
+    warnings = [r for r in caplog.records if r.name == "loopguard.store"]
+    assert len(warnings) == 1 and "ConnectionError" in warnings[0].getMessage()
+    srv.start()  # back on the same port, empty
+    time.sleep(0.06)
+    actions = []
+    for _ in range(3):
+        actions.append(guard.before_call("s2", "grep", args).action)
+        if actions[-1] == "allow":
+            guard.after_call("s2", "grep", args, "a.py:3: x")
+    assert actions == ["allow", "allow", "deny"]  # decisions resumed against the restarted server
+    srv.kill()
+
+
+def test_redis_down_fails_closed_when_asked(tmp_path: Path) -> None:
+    srv = RedisServer(tmp_path)  # never started: nothing listens on the port
+    guard = ToolGuard(store=RedisStore(srv.url), on_store_error="closed")
+    d = guard.before_call("s", "grep", {"pattern": "x", "path": "src"})
+    assert (d.action, d.kind, d.rule) == ("deny", "store_unavailable", "store_unavailable")
+    assert "src" not in d.reason and d.evidence == {"store": "unavailable"}
+    assert guard.after_call("s", "grep", {"pattern": "x"}, "r") == []
+    assert guard.strikes("s") == 0 and guard.pending_tools("s") == 0 and guard.check_stall("s") is None
+
+
+def test_a_slow_redis_counts_as_down(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix, socket_timeout=0.05)
+    guard = ToolGuard(store=store)
+    blocker = RedisStore(server.url, socket_timeout=5).client
+    t = threading.Thread(target=lambda: blocker.execute_command("DEBUG", "SLEEP", "0.5"))
+    t.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    assert guard.before_call("slow", "ls", {}).action == "allow"
+    assert time.monotonic() - started < 0.4  # the timeout, not the server's sleep
+    assert store.errors == 1
+    t.join()
+
+
+def test_bad_store_arguments() -> None:
+    with pytest.raises(ValueError, match="on_store_error must be 'open' or 'closed', not 'maybe'"):
+        ToolGuard(on_store_error="maybe")
+    with pytest.raises(TypeError, match="store must be a MemoryStore or a RedisStore, not dict"):
+        ToolGuard(store={})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ttl must be a positive number of seconds, got 0"):
+        RedisStore("redis://127.0.0.1:1/0", ttl=0)
+    with pytest.raises(ValueError, match="prefix must be a non-empty str"):
+        RedisStore("redis://127.0.0.1:1/0", prefix="")
+    with pytest.raises(ValueError, match="keys must be an int >= 1, got 0"):
+        codec.Limits(keys=0)
+
+
+def test_loop_brake_shares_its_streak_through_redis(server: RedisServer, prefix: str) -> None:
+    from loopguard import LoopBrake, LoopBrakeError
+
+    store = RedisStore(server.url, prefix=prefix)
+    a, b = LoopBrake(3, store=store), LoopBrake(3, store=RedisStore(server.url, prefix=prefix))
+    args = {"q": CANARY}
+    assert a.check("search", args, session_id="s", call_id="c1") == 1
+    assert b.check("search", args, session_id="s", call_id="c2") == 2
+    assert a.check("search", args, session_id="s", call_id="c2") == 2  # the same call id: not counted again
+    with pytest.raises(LoopBrakeError) as err:
+        a.check("search", args, session_id="s", call_id="c3")
+    assert (err.value.count, err.value.max_repeats) == (3, 3)
+    with pytest.raises(LoopBrakeError):  # denied again on the other replica, by its call id
+        b.check("search", args, session_id="s", call_id="c3")
+    assert b.streak("s") == 3 and a.check("search", {"q": "other"}, session_id="s") == 1
+    assert a.streak("other") == 0
+    raw = store.client.hgetall(store.key("s", "lb"))
+    assert CANARY.encode() not in b"".join(raw.values()) and b'"c3"' in raw[b"s"]
+    b.reset("s")
+    assert a.streak("s") == 0 and store.client.exists(store.key("s", "lb")) == 0
+
+
+def test_loop_brake_fails_open_without_redis(tmp_path: Path) -> None:
+    from loopguard import LoopBrake
+
+    store = RedisStore(RedisServer(tmp_path).url)  # nothing listens there
+    brake = LoopBrake(2, store=store)
+    assert [brake.check("t", {"x": 1}, session_id="s") for _ in range(3)] == [1, 1, 1]
+    assert store.errors == 3 and brake.streak("s") == 0
+    with pytest.raises(TypeError, match="store must be a MemoryStore or a RedisStore, not str"):
+        LoopBrake(store="redis://x")  # type: ignore[arg-type]
+
+
+def test_session_passes_its_store_to_its_guard(server: RedisServer, prefix: str) -> None:
+    from loopguard import Session
+
+    replicas = [Session("conv", store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    args = {"pattern": "x", "path": "src"}
+    actions = []
+    for i in range(3):
+        s = replicas[i % 2]
+        actions.append(s.tool_call("grep", args).action)
+        if actions[-1] == "allow":
+            s.tool_result("grep", args, "a.py:3: x")
+    assert actions == ["allow", "allow", "deny"]
+    with pytest.raises(ValueError, match="pass either guard or guard_config/clock/store, not both"):
+        Session("x", guard=ToolGuard(), store=RedisStore(server.url, prefix=prefix))
+
+
+def test_dispose_leaves_the_shared_sessions_to_the_other_replicas(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix)
+    guard = ToolGuard(store=store)
+    guard.before_call("a", "ls", {})
+    guard.before_call("b", "ls", {})
+    guard.dispose()
+    assert len(store.client.keys(f"{prefix}*")) == 2 and len(guard) == 0
+    guard.reset("a")
+    assert store.client.keys(f"{prefix}*") == [store.key("b").encode()]
+    guard.reset()
+    assert store.client.keys(f"{prefix}*") == []
