@@ -49,6 +49,7 @@ from .guard.state import BoundedTable
 from .guard.streak import Streak
 from .guard.wrap import accepts_keyword, is_async, split_call
 from .identity import call_hash, session_key
+from .observe import events
 from .terminal import printable
 
 __all__ = [
@@ -410,6 +411,7 @@ class LoopBrake:
                 raise TypeError(
                     f"LoopBrake.check: call_id must be hashable (a str or int), not {type(call_id).__name__}"
                 ) from None
+        started = events.start()
         digest = call_hash(tool, args)
         key = session_key(session_id)
         limit = self.max_repeats
@@ -428,7 +430,9 @@ class LoopBrake:
                     if seen is None:
                         seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
                     seen.add(call_id, (digest, denied_at))
-        level = logging.WARNING if denied_at else logging.DEBUG
+        if not repeated and (denied_at or events.log.ON or events.log.logger.isEnabledFor(logging.DEBUG)):
+            events.brake(key, tool, digest, count, limit, bool(denied_at), started)
+        level = logging.INFO if denied_at else logging.DEBUG  # the decision record is the WARNING
         if logger.isEnabledFor(level):
             logger.log(
                 level,

@@ -3,12 +3,14 @@ the rules are in their own modules and run in order by :mod:`loopguard.guard.lad
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from ..identity import session_key
+from ..observe import events
 from ..terminal import printable
 from . import ladder, strikes, timers
 from .config import ToolGuardConfig
@@ -161,6 +163,7 @@ class ToolGuard:
             when ``tool`` is not a non-empty ``str`` or ``call_id`` is not hashable
             (nothing is recorded).
         """
+        started = events.start()
         tool = _check_tool(tool)
         _check_call_id(call_id)
         parsed = parse_args(args)
@@ -181,7 +184,9 @@ class ToolGuard:
                 s.blocked.add(key)
             if call_id is not None:
                 s.call_ids.add(call_id, (key, decision.call_index, decision))
-            return decision
+        if decision.action != "allow" or events.log.ON or events.log.logger.isEnabledFor(logging.DEBUG):
+            events.tool_decision(session_id, decision, started)
+        return decision
 
     # ----------------------------------------------------------- after_call
 
@@ -221,6 +226,7 @@ class ToolGuard:
         TypeError
             when ``tool`` is not a non-empty ``str`` or ``error`` is not a bool.
         """
+        started = events.start()
         tool = _check_tool(tool)
         _check_call_id(call_id)
         if not isinstance(error, bool):
@@ -242,7 +248,10 @@ class ToolGuard:
             index = _result_index(s, key, call_id)
             if index is None:
                 return []
-            return ladder.after(self._call(s, tool, parsed, key, facts, index), self._tools, result, error)
+            out = ladder.after(self._call(s, tool, parsed, key, facts, index), self._tools, result, error)
+        if out or events.log.ON:
+            events.tool_interventions(session_id, out, "tool_result", started)
+        return out
 
     # ------------------------------------------------------- replay mode
 
@@ -317,7 +326,10 @@ class ToolGuard:
         ``action="cancel"`` when the strikes reach ``strikes_before_cancel``.
         ``None`` otherwise."""
         with self._lock:
-            return timers.check_stall(self.config, self._session(session_id), self._clock)
+            found = timers.check_stall(self.config, self._session(session_id), self._clock)
+        if found is not None:
+            events.tool_interventions(session_id, (found,), "stall")
+        return found
 
     def strike(self, session_id: Any, kind: str) -> Intervention | None:
         """The ``strikes`` rule: record a strong signal (``"text_loop"``, ``"stalled"``,
@@ -330,6 +342,15 @@ class ToolGuard:
         TypeError
             when ``kind`` is not a non-empty ``str``.
         """
+        found = self.strike_unlogged(session_id, kind)
+        if found is not None:
+            events.tool_interventions(session_id, (found,), "strike")
+        return found
+
+    def strike_unlogged(self, session_id: Any, kind: str) -> Intervention | None:
+        """:meth:`strike` without its decision record: for a caller that records the decision
+        the strike is part of (a :class:`~loopguard.Session`'s text-loop stop).  Same returns
+        and errors."""
         if not isinstance(kind, str) or not kind:
             raise TypeError("kind must be a non-empty str")
         with self._lock:
