@@ -12,16 +12,14 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import prometheus_client  # the test extra installs both: no skip
 import pytest
+from opentelemetry.sdk import trace as sdk_trace
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-prometheus_client = pytest.importorskip("prometheus_client")  # the test extra installs it
-sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from test_canaries import STRUCTURED_CANARIES, TEXT_CANARIES, _leaks  # noqa: E402
-
-from loopguard import LoopBrake, LoopBrakeError, Session, StreamConfig, StreamGuard, ToolGuard  # noqa: E402
-from loopguard.observe import (  # noqa: E402
+from loopguard import LoopBrake, LoopBrakeError, Session, StreamConfig, StreamGuard, ToolGuard
+from loopguard.observe import (
     configure_decision_log,
     disable_metrics,
     enable_metrics,
@@ -30,7 +28,8 @@ from loopguard.observe import (  # noqa: E402
     reset,
     store_error,
 )
-from loopguard.results import result_digest  # noqa: E402
+from loopguard.results import result_digest
+from test_canaries import STRUCTURED_CANARIES, TEXT_CANARIES, _leaks
 
 GREP = {"pattern": "needle", "path": "src"}
 GREP_RESULT = "src/a.py:1550: needle here\nsrc/a.py:1755: needle again"
