@@ -1,18 +1,21 @@
 """Observability: the structured decision log, Prometheus metrics and OpenTelemetry span
 events (``docs/metrics.md``).
 
->>> import io, logging
+>>> import io, json
 >>> from loopguard import ToolGuard
 >>> from loopguard.observe import configure_decision_log, reset
 >>> out = io.StringIO()
 >>> _ = configure_decision_log(out, replica_id="r1")
->>> guard = ToolGuard()
+>>> guard, args = ToolGuard(), {"pattern": "x", "path": "src"}
 >>> for _ in range(2):
-...     _ = guard.before_call("s1", "grep", {"pattern": "x"})
-...     _ = guard.after_call("s1", "grep", {"pattern": "x"}, "a.py:3: x")
->>> _ = guard.before_call("s1", "grep", {"pattern": "x"})
->>> [line.split('"action":')[1][:8] for line in out.getvalue().splitlines()]
-['"notice"', '"deny","']
+...     _ = guard.before_call("s1", "grep", args)
+...     _ = guard.after_call("s1", "grep", args, "a.py:3: x")
+>>> _ = guard.before_call("s1", "grep", args)
+>>> for line in out.getvalue().splitlines():
+...     r = json.loads(line)
+...     print(r["level"], r["event"], r["action"], r["rule"], r["call_index"], r["session"], r["evidence"])
+INFO tool_result notice repeat 1 s1 {'count': 2}
+WARNING tool_call deny repeat 2 s1 {'count': 2, 'limit': 2, 'replay': False}
 >>> reset()
 """
 
