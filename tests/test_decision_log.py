@@ -332,3 +332,15 @@ def test_loop_brake_deny_once(every: Any) -> None:
             "replica": fields(every)[0]["replica"],
         }
     ]
+
+
+def test_allows_only_when_debug_was_configured_or_refreshed(every: Any) -> None:
+    three_greps(ToolGuard())  # nothing configured: the notice and the deny, no allow
+    assert [f["action"] for f in fields(every)] == ["notice", "deny"]
+    every.clear()
+    logging.getLogger(DECISION_LOGGER).setLevel(logging.DEBUG)
+    from loopguard.observe import refresh
+
+    refresh()  # the level was set by hand: allows are recorded from now on
+    three_greps(ToolGuard())
+    assert [f["action"] for f in fields(every)] == ["allow", "allow", "notice", "deny"]

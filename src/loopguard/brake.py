@@ -40,6 +40,7 @@ import logging
 import os
 import re
 import threading
+import time
 import types
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from typing import Any, TypeVar, cast
@@ -50,6 +51,7 @@ from .guard.streak import Streak
 from .guard.wrap import accepts_keyword, is_async, split_call
 from .identity import call_hash, session_key
 from .observe import events
+from .observe import log as obs_log
 from .terminal import printable
 
 __all__ = [
@@ -411,7 +413,7 @@ class LoopBrake:
                 raise TypeError(
                     f"LoopBrake.check: call_id must be hashable (a str or int), not {type(call_id).__name__}"
                 ) from None
-        started = events.start()
+        started = time.perf_counter() if obs_log.ON else 0.0
         digest = call_hash(tool, args)
         key = session_key(session_id)
         limit = self.max_repeats
@@ -430,7 +432,7 @@ class LoopBrake:
                     if seen is None:
                         seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
                     seen.add(call_id, (digest, denied_at))
-        if not repeated and (denied_at or events.log.ON or events.log.logger.isEnabledFor(logging.DEBUG)):
+        if not repeated and (denied_at or obs_log.EAGER):
             events.brake(key, tool, digest, count, limit, bool(denied_at), started)
         level = logging.INFO if denied_at else logging.DEBUG  # the decision record is the WARNING
         if logger.isEnabledFor(level):

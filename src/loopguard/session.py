@@ -97,6 +97,7 @@ from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
 from .observe import events
+from .observe import log as obs_log
 from .redact import redact_head
 from .text import CHANNELS, Detection, TextLoopDetector
 
@@ -786,7 +787,7 @@ class Session:
         """Give the lane's pending deltas to the recorder, the sample and the detector as one
         string (identical detections: the detectors do not depend on the chunking), then judge
         when that revealed a detection or passed a checkpoint."""
-        started = events.start()
+        started = time.perf_counter() if obs_log.ON else 0.0
         attempt, channel = self._attempt, lane.channel
         text = lane.take()
         self._keep(attempt, channel, text)
@@ -802,7 +803,8 @@ class Session:
         finally:
             lane.limit = min(lane.due, lane.fed + _PENDING_CHARS)
         verdict = self._judge(lane, channel, found)
-        events.metrics.seconds("text", started)
+        if started:
+            events.metrics.seconds("text", started)
         return verdict
 
     def _flush_all(self) -> None:

@@ -3,7 +3,6 @@ the rules are in their own modules and run in order by :mod:`loopguard.guard.lad
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -11,6 +10,7 @@ from typing import Any
 
 from ..identity import session_key
 from ..observe import events
+from ..observe import log as obs_log
 from ..terminal import printable
 from . import ladder, strikes, timers
 from .config import ToolGuardConfig
@@ -163,7 +163,7 @@ class ToolGuard:
             when ``tool`` is not a non-empty ``str`` or ``call_id`` is not hashable
             (nothing is recorded).
         """
-        started = events.start()
+        started = time.perf_counter() if obs_log.ON else 0.0
         tool = _check_tool(tool)
         _check_call_id(call_id)
         parsed = parse_args(args)
@@ -184,7 +184,7 @@ class ToolGuard:
                 s.blocked.add(key)
             if call_id is not None:
                 s.call_ids.add(call_id, (key, decision.call_index, decision))
-        if decision.action != "allow" or events.log.ON or events.log.logger.isEnabledFor(logging.DEBUG):
+        if decision.action != "allow" or obs_log.EAGER:
             events.tool_decision(session_id, decision, started)
         return decision
 
@@ -226,7 +226,7 @@ class ToolGuard:
         TypeError
             when ``tool`` is not a non-empty ``str`` or ``error`` is not a bool.
         """
-        started = events.start()
+        started = time.perf_counter() if obs_log.ON else 0.0
         tool = _check_tool(tool)
         _check_call_id(call_id)
         if not isinstance(error, bool):
@@ -249,7 +249,7 @@ class ToolGuard:
             if index is None:
                 return []
             out = ladder.after(self._call(s, tool, parsed, key, facts, index), self._tools, result, error)
-        if out or events.log.ON:
+        if out or obs_log.ON:
             events.tool_interventions(session_id, out, "tool_result", started)
         return out
 

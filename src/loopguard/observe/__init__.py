@@ -19,7 +19,7 @@ WARNING tool_call deny repeat 2 s1 {'count': 2, 'limit': 2, 'replay': False}
 >>> reset()
 """
 
-from .log import DECISION_LOGGER, JsonLinesFormatter, configure_decision_log, reset
+from .log import DECISION_LOGGER, JsonLinesFormatter, configure_decision_log, refresh, reset
 from .metrics import disable_metrics, disable_tracing, enable_metrics, enable_tracing, fail_open, store_error
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "enable_metrics",
     "enable_tracing",
     "fail_open",
+    "refresh",
     "reset",
     "store_error",
 ]

@@ -33,7 +33,9 @@ Records go to the ``loopguard.decisions`` logger (:data:`DECISION_LOGGER`, a chi
 
 Levels: ``deny`` / ``cancel`` / ``cut`` WARNING, ``notice`` / ``observe`` INFO, ``allow``
 DEBUG.  Records are built only when the logger is enabled for their level (or metrics or
-tracing are on): with nothing configured a decision costs one level check.
+tracing are on): with nothing configured an allow costs one flag read.  Allows are recorded
+when :func:`configure_decision_log` set DEBUG, or metrics or tracing are on; after setting the
+logger's level to DEBUG yourself, call :func:`refresh`.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ __all__ = [
     "JsonLinesFormatter",
     "configure_decision_log",
     "decision_fields",
+    "refresh",
     "reset",
 ]
 
@@ -90,12 +93,17 @@ class _Settings:
 SETTINGS = _Settings()
 #: True while metrics or tracing are on: every decision is then observed, allows included.
 ON = False
+#: True while allows are recorded: :data:`ON`, or the decision logger enabled for DEBUG when
+#: :func:`configure_decision_log` or :func:`refresh` last looked (one flag read per allow).
+EAGER = False
 
 
 def refresh() -> None:
-    """Recompute :data:`ON` after a sink was switched on or off."""
-    global ON
+    """Recompute :data:`ON` and :data:`EAGER`: call it after setting the ``loopguard.decisions``
+    logger's level to DEBUG yourself (``configure_decision_log(level=logging.DEBUG)`` does)."""
+    global ON, EAGER
     ON = SETTINGS.metrics is not None or SETTINGS.tracing is not None
+    EAGER = ON or logger.isEnabledFor(logging.DEBUG)
 
 
 def replica_id() -> str:
@@ -252,6 +260,7 @@ def configure_decision_log(
     logger.addHandler(handler)
     logger.setLevel(level)
     SETTINGS.handlers.append(handler)
+    refresh()
     return handler
 
 
