@@ -274,4 +274,5 @@ def reset() -> None:
     SETTINGS.handlers.clear()
     logger.setLevel(logging.NOTSET)
     SETTINGS.replica = SETTINGS.key = SETTINGS.metrics = SETTINGS.tracing = None
-    refresh()
+    global ON, EAGER
+    ON = EAGER = False
