@@ -141,7 +141,7 @@ def test_default_replica_id_is_host_and_pid(every: Any) -> None:
     import socket
 
     three_greps(ToolGuard())
-    assert {f["replica"] for f in fields(every)} == {f"{socket.gethostname()}-{os.getpid()}"}
+    assert {f["replica"] for f in fields(every)} == {f"{socket.gethostname()}-{os.getpid()}"}  # platform.node()
 
 
 def test_bad_arguments_are_named() -> None:

@@ -45,8 +45,8 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import secrets
-import socket
 import time
 from collections.abc import Mapping
 from typing import IO, Any
@@ -106,11 +106,18 @@ def refresh() -> None:
     EAGER = ON or logger.isEnabledFor(logging.DEBUG)
 
 
+_HOST: list[tuple[int, str]] = []  # (pid, "<hostname>-<pid>") of the last default id
+
+
 def replica_id() -> str:
-    """The configured replica id, else ``"<hostname>-<pid>"`` (read at each call: a fork gets its own pid)."""
+    """The configured replica id, else ``"<hostname>-<pid>"`` (the host name from
+    :func:`platform.node`, no socket call; computed again after a fork)."""
     if SETTINGS.replica is not None:
         return SETTINGS.replica
-    return f"{socket.gethostname()}-{os.getpid()}"
+    pid = os.getpid()
+    if not _HOST or _HOST[0][0] != pid:
+        _HOST[:] = [(pid, f"{platform.node() or 'localhost'}-{pid}")]
+    return _HOST[0][1]
 
 
 def session_field(session_id: Any) -> str:
