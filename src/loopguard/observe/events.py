@@ -6,6 +6,7 @@ action's level, or metrics or tracing are on (:data:`loopguard.observe.log.ON`).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -36,8 +37,24 @@ def start() -> float:
 
 
 def wanted(action: str) -> bool:
-    """Someone listens for a record of ``action``."""
-    return log.ON or log.logger.isEnabledFor(log.LEVELS[action])
+    """Someone listens for a record of ``action``: metrics or tracing are on, or a handler
+    other than a ``NullHandler`` would receive it (the library's own ``NullHandler`` on
+    ``loopguard`` does not count: with no handler configured no record is built)."""
+    return log.ON or _handled(log.LEVELS[action])
+
+
+def _handled(level: int) -> bool:
+    logger: logging.Logger | None = log.logger
+    if not log.logger.isEnabledFor(level):
+        return False
+    while logger is not None:
+        for handler in logger.handlers:
+            if level >= handler.level and not isinstance(handler, logging.NullHandler):
+                return True
+        if not logger.propagate:
+            return False
+        logger = logger.parent
+    return False
 
 
 def emit(fields: dict[str, Any], *, detection: bool = True, to_log: bool = True) -> None:
@@ -45,7 +62,11 @@ def emit(fields: dict[str, Any], *, detection: bool = True, to_log: bool = True)
     if to_log:
         level = log.LEVELS[fields["action"]]
         if log.logger.isEnabledFor(level):
-            log.logger.log(level, log.message(fields), extra={"loopguard": fields})
+            extra = {"loopguard": fields}
+            record = log.logger.makeRecord(
+                log.DECISION_LOGGER, level, __file__, 0, log.message(fields), (), None, extra=extra
+            )
+            log.logger.handle(record)  # no caller lookup: the record names its own event
     if log.ON:
         metrics.observe(fields, detection=detection, act=to_log)
 

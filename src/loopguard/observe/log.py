@@ -181,8 +181,11 @@ def message(fields: Mapping[str, Any]) -> str:
     tool = f" tool {fields['tool']}" if fields["tool"] else ""
     call = f" call {fields['call_index']}" if fields["call_index"] >= 0 else ""
     digest = f" hash {fields['hash']}" if fields["hash"] else ""
+    channel = f" on {fields['channel']}" if fields["channel"] != "tool" else ""
+    resume = " (resume)" if fields["evidence"].get("resume") else ""
     what = fields["kind"] or fields["rule"] or fields["event"]
-    return f"{fields['action']} {what}:{tool}{call}{digest} session {fields['session']} ({fields['event']})"
+    head = f"{fields['action']} {what}{channel}:{tool}{call}{digest}"
+    return f"{head} session {fields['session']} ({fields['event']}){resume}"
 
 
 class JsonLinesFormatter(logging.Formatter):
