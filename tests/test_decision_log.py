@@ -310,6 +310,7 @@ def test_stream_rescue_mode_resumed_logs_no_cancel(every: Any) -> None:
         ("stream_cut", "cut", True),
         ("stream_cut", "cut", True),
     ]
+    assert [f["evidence"]["rescues"] for f in records if f["event"] == "stream_cut"] == [1, 2]  # outcome.rescues
     assert len(warnings(every)) == 2
     assert not any("cancel" in r.getMessage() for r in every.records if r.name.startswith("loopguard"))
 

@@ -902,10 +902,8 @@ class StreamGuard:
         else:
             text = kept
         resume, cancelled = self._rescue(stopped, bool(calls), verdict, error is None and watched)
-        evidence = {"position": detection.position, "cut": cut, "removed": removed, "resume": resume}
-        evidence["rescues"] = session.consecutive_rescues
-        action = "cancel" if cancelled else "cut"
-        events.stream_stop(session.session_id, verdict, action, evidence)
+        numbers = {"position": detection.position, "cut": cut, "removed": removed, "resume": resume}
+        events.stream_stop(session.session_id, verdict, "cancel" if cancelled else "cut", numbers, session)
         logger.info(
             "stream cut: %s loop on %s at %d, %d chars pruned%s",
             detection.kind,

@@ -137,9 +137,12 @@ def _kind(verdict: Verdict) -> str:
     return verdict.kind or ""
 
 
-def stream_stop(session_id: Any, verdict: Verdict, action: str, evidence: dict[str, Any]) -> None:
-    """The record of a stream's stop (event ``stream_cut``; the session counted the detection)."""
+def stream_stop(session_id: Any, verdict: Verdict, action: str, evidence: dict[str, Any], session: Any = None) -> None:
+    """The record of a stream's stop (event ``stream_cut``; the session counted the detection);
+    ``evidence.rescues`` from ``session`` when given."""
     if wanted(action):
+        if session is not None:
+            evidence = {**evidence, "rescues": session.consecutive_rescues}
         rule = "strikes" if verdict.kind == "strikes" and action == "cancel" else "text_loop"
         detection = verdict.detection
         channel = detection.channel if detection is not None else "text"
