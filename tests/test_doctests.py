@@ -26,6 +26,7 @@ MODULES = [
     "loopguard.session",
     "loopguard.evaluate",
     "loopguard.stream",
+    "loopguard.observe",
     "loopguard.integrations.openai",
     "loopguard.integrations.responses",
     "loopguard.integrations.anthropic",

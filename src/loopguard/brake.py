@@ -40,6 +40,7 @@ import logging
 import os
 import re
 import threading
+import time
 import types
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from typing import Any, TypeVar, cast
@@ -49,6 +50,8 @@ from .guard.state import BoundedTable
 from .guard.streak import Streak
 from .guard.wrap import accepts_keyword, is_async, split_call
 from .identity import call_hash, session_key
+from .observe import events, metrics
+from .observe import log as obs_log
 from .store import MemoryStore, RedisStore, StoreUnavailable
 from .terminal import shown_name
 
@@ -155,6 +158,7 @@ def _shared_check(
         try:
             blob, version = store.get(key, "lb")
         except StoreUnavailable:
+            metrics.fail_open()  # the call is allowed: the store failed
             return 1, 0, False
         last, count, seen = _slot(blob)
         if call_id is not None and seen.get(call_id, (None, 0))[0] == digest:
@@ -169,6 +173,7 @@ def _shared_check(
             if store.put(key, json.dumps([digest, count, ids]).encode(), version, "lb"):
                 return count, denied_at, False
         except StoreUnavailable:
+            metrics.fail_open()  # the call is allowed: the store failed
             return 1, 0, False
     return 1, 0, False
 
@@ -467,6 +472,7 @@ class LoopBrake:
                 raise TypeError(
                     f"LoopBrake.check: call_id must be hashable (a str or int), not {type(call_id).__name__}"
                 ) from None
+        started = time.perf_counter() if obs_log.ON else 0.0
         digest = call_hash(tool, args)
         key = session_key(session_id)
         limit = self.max_repeats
@@ -488,7 +494,9 @@ class LoopBrake:
                         if seen is None:
                             seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
                         seen.add(call_id, (digest, denied_at))
-        level = logging.WARNING if denied_at else logging.DEBUG
+        if not repeated and (denied_at or obs_log.EAGER):
+            events.brake(key, tool, digest, count, limit, bool(denied_at), started)
+        level = logging.INFO if denied_at else logging.DEBUG  # the decision record is the WARNING
         if logger.isEnabledFor(level):
             logger.log(
                 level,

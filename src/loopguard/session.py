@@ -96,6 +96,8 @@ from .attempts import AttemptRecorder
 from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
+from .observe import events
+from .observe import log as obs_log
 from .store import MemoryStore, RedisStore
 from .terminal import shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
@@ -787,6 +789,7 @@ class Session:
         """Give the lane's pending deltas to the recorder, the sample and the detector as one
         string (identical detections: the detectors do not depend on the chunking), then judge
         when that revealed a detection or passed a checkpoint."""
+        started = time.perf_counter() if obs_log.ON else 0.0
         attempt, channel = self._attempt, lane.channel
         text = lane.take()
         self._keep(attempt, channel, text)
@@ -801,7 +804,10 @@ class Session:
                 return _ALLOW  # no detection, and no checkpoint or no detector ever held: nothing changed
         finally:
             lane.limit = min(lane.due, lane.fed + _PENDING_CHARS)
-        return self._judge(lane, channel, found)
+        verdict = self._judge(lane, channel, found)
+        if started:
+            events.metrics.seconds("text", started)
+        return verdict
 
     def _flush_all(self) -> None:
         """Feed every lane's pending deltas (before the attempt's last checkpoint); none can
@@ -876,7 +882,11 @@ class Session:
             self._attempt.number,
         )
         evidence = {"channel": channel, "position": detection.position, "cut": detection.cut}
-        return Verdict("notice", "text_loop", reason, detection, evidence={**evidence, "strength": detection.strength})
+        verdict = Verdict(
+            "notice", "text_loop", reason, detection, evidence={**evidence, "strength": detection.strength}
+        )
+        events.text_verdict(self._sid, verdict, channel, "text_loop")
+        return verdict
 
     def _stop(self, detection: Detection | None, lane: _Lane, channel: str) -> Verdict:
         """The attempt's stop verdict (``cut``, or ``cancel`` when its strike completes the strikes).
@@ -892,7 +902,7 @@ class Session:
             "text_loop", self._language(channel), channel=en, channel_zh=zh, kind=kind, position=position, cut=cut
         )
         evidence: dict[str, Any] = {"channel": channel, "position": position, "cut": cut}
-        logger.warning(
+        logger.info(
             "session %r: text loop (%s) on %s at %d, cut at %d (turn %d, attempt %d)",
             self._sid,
             detection.kind if detection is not None else "?",
@@ -904,7 +914,7 @@ class Session:
         )
         verdict = Verdict("cut", "text_loop", reason, detection, evidence=evidence)
         if self.config.text_strikes:
-            strike = self._guard.strike(self._sid, "text_loop")
+            strike = self._guard.strike_unlogged(self._sid, "text_loop")  # recorded with this stop
             if strike is not None and strike.action == "cancel":
                 merged = {**evidence, **strike.evidence}
                 verdict = Verdict(
@@ -913,6 +923,8 @@ class Session:
         self._attempt.stopped = verdict
         if self._state is _ATTEMPT:
             self._move(_STOPPED)
+        # a live stream records what it does with the stop (it may resume instead of cancelling)
+        events.text_verdict(self._sid, verdict, channel, "text_loop", to_log=self._live is None)
         return verdict
 
     def end_attempt(self) -> Verdict:
@@ -1000,14 +1012,14 @@ class Session:
             )
             return None
         tally.nudges += 1
-        logger.warning(
+        logger.info(
             "session %r: %d reasoning-only attempts in a row: nudge %d of %d",
             self._sid,
             tally.stall_streak,
             tally.nudges,
             cfg.stall_nudge_max,
         )
-        return Verdict(
+        verdict = Verdict(
             "notice",
             "stall_nudge",
             messages.render("stall_nudge", self._language("reasoning"), count=tally.stall_streak),
@@ -1017,6 +1029,8 @@ class Session:
                 "reasoning_chars": record.reasoning_chars,
             },
         )
+        events.text_verdict(self._sid, verdict, "reasoning", "stall_nudge")
+        return verdict
 
     # ---------------------------------------------------------- rescue state
 
@@ -1232,7 +1246,7 @@ class Session:
         cfg, tally, turn = self.config, self._tally, self._turn.number
         if cfg.empty_turn_action == "steer" and tally.steers < cfg.empty_turn_steer_max:
             tally.steers += 1
-            logger.warning(
+            logger.info(
                 "session %r: empty turn %d (%d in a row): steer %d of %d",
                 self._sid,
                 turn,
@@ -1240,12 +1254,14 @@ class Session:
                 tally.steers,
                 cfg.empty_turn_steer_max,
             )
-            return Verdict(
+            verdict = Verdict(
                 "notice",
                 "empty_turn",
                 messages.render("empty_turn", self._language("reasoning"), count=count),
                 evidence={"count": count, "steers": tally.steers},
             )
+            events.text_verdict(self._sid, verdict, "reasoning", "empty_turn")
+            return verdict
         if cfg.empty_turn_action == "steer":
             logger.warning(
                 "session %r: empty turn %d (%d in a row): steer cap %d reached, logged only",
@@ -1256,7 +1272,9 @@ class Session:
             )
         else:
             logger.warning("session %r: empty turn %d (%d in a row)", self._sid, turn, count)
-        return Verdict("allow", "empty_turn", evidence={"count": count, "steers": tally.steers})
+        verdict = Verdict("allow", "empty_turn", evidence={"count": count, "steers": tally.steers})
+        events.text_verdict(self._sid, verdict, "reasoning", "empty_turn")
+        return verdict
 
     def cancel(self, reason: str = "") -> None:
         """The host cancelled the turn (its own decision or a ``cut``/``cancel`` verdict).

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .guard.codec import FORMAT, Limits
+from .observe import metrics
 
 __all__ = ["MemoryStore", "RedisStore", "StoreUnavailable"]
 
@@ -179,7 +180,7 @@ class RedisStore:
         try:
             version, fmt, blob = self.client.hmget(self.key(session, kind), ["n", "f", "s"])
         except self._errors_type as exc:
-            raise self._failed(exc) from None
+            raise self._failed(exc, "get") from None
         if fmt is None or int(fmt) != FORMAT:
             blob = None
         return blob, int(version or 0)
@@ -196,7 +197,7 @@ class RedisStore:
         try:
             done = self._cas(keys=[self.key(session, kind)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
         except self._errors_type as exc:
-            raise self._failed(exc) from None
+            raise self._failed(exc, "put") from None
         if not done:
             with self._lock:
                 self.conflicts += 1
@@ -218,17 +219,20 @@ class RedisStore:
             for key in self.client.scan_iter(match=f"{self.prefix}{kind}:*", count=500):
                 self.client.delete(key)
         except self._errors_type as exc:
-            raise self._failed(exc) from None
+            raise self._failed(exc, "delete") from None
 
     def _check(self) -> None:
         if self._down_until >= 0 and self._clock() < self._down_until:
             with self._lock:
                 self.errors += 1
+            metrics.store_error("skipped")  # within retry_interval after a failure
             raise StoreUnavailable("store unavailable (retrying later)")
 
-    def _failed(self, exc: BaseException) -> StoreUnavailable:
-        """Count the error, warn at most once per interval, and wait ``retry_interval``."""
+    def _failed(self, exc: BaseException, operation: str) -> StoreUnavailable:
+        """Count the error (``store.errors`` and the ``loopguard_store_errors_total`` metric),
+        warn at most once per interval, and wait ``retry_interval``."""
         now = self._clock()
+        metrics.store_error(operation)
         with self._lock:
             self.errors += 1
             self._down_until = now + self.retry_interval

@@ -71,6 +71,7 @@ from typing import Any, Literal
 from . import messages
 from .attempts import JOIN_EVERY, AttemptRecorder
 from .errors import ConfigError, reduce_cancelled
+from .observe import events
 from .session import _ALLOW, Session, Verdict
 from .text import Detection
 
@@ -892,6 +893,8 @@ class StreamGuard:
         if not prune or verdict is None or detection is None:
             if error is None and watched and not stopped:
                 session.record_completion()
+            if verdict is not None:
+                events.stream_stop(session.session_id, verdict, "cut" if stopped else "observe", {"resume": False})
             return StreamOutcome(kept_reasoning=reasoning, kept_text=text, rescues=session.consecutive_rescues, **base)
         cut, removed, marker, kept = self._prune(reasoning if detection.channel == "reasoning" else text, detection)
         if detection.channel == "reasoning":
@@ -899,7 +902,9 @@ class StreamGuard:
         else:
             text = kept
         resume, cancelled = self._rescue(stopped, bool(calls), verdict, error is None and watched)
-        logger.warning(
+        numbers = {"position": detection.position, "cut": cut, "removed": removed, "resume": resume}
+        events.stream_stop(session.session_id, verdict, "cancel" if cancelled else "cut", numbers, session)
+        logger.info(
             "stream cut: %s loop on %s at %d, %d chars pruned%s",
             detection.kind,
             detection.channel,
@@ -950,7 +955,7 @@ class StreamGuard:
         cancelled = stopped and cfg.mode != "rescue" and verdict.action == "cancel"
         if resume and session.consecutive_rescues >= cfg.max_consecutive_rescues:
             resume, cancelled = False, True
-            logger.warning("loop again after %d rescue(s) in a row: cut without resume", session.consecutive_rescues)
+            logger.info("loop again after %d rescue(s) in a row: cut without resume", session.consecutive_rescues)
         if resume:
             session.record_rescue(cfg.retry_requests)
         elif not stopped and clean:

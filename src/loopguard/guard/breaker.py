@@ -33,7 +33,7 @@ def _count(c: Call) -> Intervention | None:
         return None
     count, s.breaker = s.breaker, 0
     text = messages.render("circuit_breaker", s.lang, count=count)
-    logger.warning("circuit breaker: %d interventions without progress (session call %d)", count, index)
+    logger.info("circuit breaker: %d interventions without progress (session call %d)", count, index)
     evidence = {"interventions": count}
     return Intervention(stop_action(c.cfg), "circuit_breaker", RULE, text, call_index=index, evidence=evidence)
 

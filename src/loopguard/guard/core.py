@@ -9,6 +9,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..identity import session_key
+from ..observe import events
+from ..observe import log as obs_log
 from ..store import MemoryStore, RedisStore, StoreUnavailable
 from ..terminal import shown_name
 from . import ladder, shared, strikes, timers
@@ -205,20 +207,25 @@ class ToolGuard:
             when ``tool`` is not a non-empty ``str`` or ``call_id`` is not hashable
             (nothing is recorded).
         """
+        started = time.perf_counter() if obs_log.ON else 0.0
         tool = _check_tool(tool)
         _check_call_id(call_id)
         parsed = parse_args(args)
         key, facts = self._tools.identity(tool, parsed)
         if self._remote is not None:
-            return shared.apply(
+            decision = shared.apply(
                 self._remote,
                 session_key(session_id),
                 self._fresh,
                 lambda s: self._before(s, tool, args, parsed, key, facts, call_id),
                 lambda: shared.unavailable(tool, self._closed),
             )
-        with self._lock:
-            return self._before(self._session(session_id), tool, args, parsed, key, facts, call_id)
+        else:
+            with self._lock:
+                decision = self._before(self._session(session_id), tool, args, parsed, key, facts, call_id)
+        if decision.action != "allow" or obs_log.EAGER:  # one record, after the write succeeded
+            events.tool_decision(session_id, decision, started)
+        return decision
 
     def _before(
         self, s: SessionState, tool: str, args: Any, parsed: Any, key: str, facts: ShellFacts | None, call_id: Any
@@ -277,14 +284,21 @@ class ToolGuard:
         TypeError
             when ``tool`` is not a non-empty ``str`` or ``error`` is not a bool.
         """
+        started = time.perf_counter() if obs_log.ON else 0.0
         tool = _check_tool(tool)
         _check_call_id(call_id)
         if not isinstance(error, bool):
             raise TypeError(f"error must be a bool, not {type(error).__name__}")
+        out: list[Intervention]
         if self._remote is not None:
-            return self._with(session_id, lambda s: self._after(s, tool, args, result, error, call_id), [])
-        with self._lock:
-            return self._after(self._session(session_id), tool, args, result, error, call_id)
+            none: list[Intervention] = []
+            out = self._with(session_id, lambda s: self._after(s, tool, args, result, error, call_id), none)
+        else:
+            with self._lock:
+                out = self._after(self._session(session_id), tool, args, result, error, call_id)
+        if out or obs_log.ON:
+            events.tool_interventions(session_id, out, "tool_result", started)
+        return out
 
     def _after(
         self, s: SessionState, tool: str, args: Any, result: Any, error: bool, call_id: Any
@@ -376,7 +390,10 @@ class ToolGuard:
         call is pending), once per stall; it is recorded as a ``strikes`` strike and has
         ``action="cancel"`` when the strikes reach ``strikes_before_cancel``.
         ``None`` otherwise."""
-        return self._with(session_id, lambda s: timers.check_stall(self.config, s, self._clock), None)
+        found = self._with(session_id, lambda s: timers.check_stall(self.config, s, self._clock), None)
+        if found is not None:
+            events.tool_interventions(session_id, (found,), "stall")
+        return found
 
     def strike(self, session_id: Any, kind: str) -> Intervention | None:
         """The ``strikes`` rule: record a strong signal (``"text_loop"``, ``"stalled"``,
@@ -389,6 +406,15 @@ class ToolGuard:
         TypeError
             when ``kind`` is not a non-empty ``str``.
         """
+        found = self.strike_unlogged(session_id, kind)
+        if found is not None:
+            events.tool_interventions(session_id, (found,), "strike")
+        return found
+
+    def strike_unlogged(self, session_id: Any, kind: str) -> Intervention | None:
+        """:meth:`strike` without its decision record: for a caller that records the decision
+        the strike is part of (a :class:`~loopguard.Session`'s text-loop stop).  Same returns
+        and errors."""
         if not isinstance(kind, str) or not kind:
             raise TypeError("kind must be a non-empty str")
         return self._with(session_id, lambda s: self._strike(s, kind), None)

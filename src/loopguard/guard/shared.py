@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from ..observe import metrics
 from ..store import StoreUnavailable
 from . import codec
 from .decisions import Decision, logger
@@ -67,6 +68,7 @@ def _decode(blob: bytes, make: Callable[[], SessionState]) -> SessionState:
 def unavailable(tool: str, closed: bool) -> Decision:
     """The decision without the store: a plain allow (fail open) or a ``store_unavailable`` deny."""
     if not closed:
+        metrics.fail_open()
         return Decision("allow", tool=tool, evidence={"store": "unavailable"})
     text = "[loopguard] The loop guard's shared state is unavailable, so this call was not run. Try it again shortly."
     return Decision("deny", UNAVAILABLE, text, UNAVAILABLE, tool, 0, {"store": "unavailable"})

@@ -93,7 +93,7 @@ def before(c: Call, exempt: bool) -> Decision | None:
     text = messages.render("repeat_streak", lang, tool=c.tool, count=streak.count)
     evidence = {"count": streak.count, "limit": cfg.repeat_call_limit, "fingerprint": fp[:12]}
     c.strike("repeat_streak")
-    logger.warning("repeat streak: %s requested %d times in a row (%s)", shown_name(c.tool), streak.count, fp[:12])
+    logger.info("repeat streak: %s requested %d times in a row (%s)", shown_name(c.tool), streak.count, fp[:12])
     return Decision(stop_action(cfg), "repeat_streak", text, RULE, c.tool, c.index, evidence)
 
 

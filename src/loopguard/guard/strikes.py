@@ -37,6 +37,6 @@ def strike(cfg: ToolGuardConfig, s: SessionState, kind: str, clock: Callable[[],
     count = len(s.strikes)
     s.strikes.clear()
     text = messages.render("strikes", s.lang, count=count, kinds=kinds, minutes=cfg.strike_window_minutes)
-    logger.warning("strikes: %d strong signals -> cancel", count)
+    logger.info("strikes: %d strong signals within the window", count)  # the decision log records what happened
     evidence = {"strikes": count, "kinds": kinds.split(", ")}
     return Intervention(stop_action(cfg), "strikes", RULE, text, evidence=evidence)

@@ -60,7 +60,7 @@ def check_stall(cfg: ToolGuardConfig, s: SessionState, clock: Callable[[], float
     strikes = strike(cfg, s, "stalled", clock)
     count = len(s.strikes) if strikes is None else int(strikes.evidence["strikes"])
     evidence = {"idle_seconds": round(idle, 3), "pending_tools": s.pending, "strikes": count}
-    logger.warning("stalled: no progress for %.1f minutes", idle / 60)
+    logger.info("stalled: no progress for %.1f minutes", idle / 60)
     if strikes is not None:
         return Intervention(strikes.action, "stalled", RULE, text + "\n" + strikes.text, evidence=evidence)
     return Intervention("notice", "stalled", RULE, text, evidence=evidence)
