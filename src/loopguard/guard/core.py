@@ -213,27 +213,28 @@ class ToolGuard:
         parsed = parse_args(args)
         key, facts = self._tools.identity(tool, parsed)
         if self._remote is not None:
-            decision = shared.apply(
+            decision, again = shared.apply(
                 self._remote,
                 session_key(session_id),
                 self._fresh,
                 lambda s: self._before(s, tool, args, parsed, key, facts, call_id),
-                lambda: shared.unavailable(tool, self._closed),
+                lambda: (shared.unavailable(tool, self._closed), False),
             )
         else:
             with self._lock:
-                decision = self._before(self._session(session_id), tool, args, parsed, key, facts, call_id)
-        if decision.action != "allow" or obs_log.EAGER:  # one record, after the write succeeded
+                decision, again = self._before(self._session(session_id), tool, args, parsed, key, facts, call_id)
+        if not again and (decision.action != "allow" or obs_log.EAGER):  # one record, after the write
             events.tool_decision(session_id, decision, started)
         return decision
 
     def _before(
         self, s: SessionState, tool: str, args: Any, parsed: Any, key: str, facts: ShellFacts | None, call_id: Any
-    ) -> Decision:
+    ) -> tuple[Decision, bool]:
+        """The decision, and whether it is the one already given to this ``call_id``."""
         if call_id is not None:
             seen = s.call_ids.get(call_id)
             if seen is not None and seen[0] == key and seen[2] is not None:
-                return seen[2]
+                return seen[2], True
         s.last_call = (tool, args, parsed, key, facts)
         decision = ladder.before(self._call(s, tool, parsed, key, facts), self._tools)
         if decision.allowed:
@@ -244,7 +245,7 @@ class ToolGuard:
             s.blocked.add(key)
         if call_id is not None:
             s.call_ids.add(call_id, (key, decision.call_index, decision))
-        return decision
+        return decision, False
 
     # ----------------------------------------------------------- after_call
 

@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from ..identity import session_key
-from ..terminal import printable
+from ..terminal import printable, shown_name
 
 __all__ = [
     "DECISION_LOGGER",
@@ -167,7 +167,7 @@ def decision_fields(
         "rule": rule,
         "kind": kind or "",
         "session": session_field(session_id),
-        "tool": printable(tool)[:200],
+        "tool": shown_name(tool, 200),  # redacted before its cut: commands end up in tool names
         "channel": channel,
         "call_index": call_index,
         "hash": hash_prefix[:12] or _hash_prefix(evidence),
