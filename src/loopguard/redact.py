@@ -97,8 +97,9 @@ _PREFIXED_KEY = re.compile(
     r")"
 )
 _BEARER = re.compile(r"(?i)(?=[bBtT])" + _start("[A-Za-z0-9_]") + r"(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{8,})")
-# one start per run of word characters (the lookbehind), and each segment ends at a dot
-_JWT = re.compile(r"(?=e)" + _start("[A-Za-z0-9_]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+# one start per run of segment characters (the lookbehind holds the segment class, ``-``
+# included: ``eyJ-eyJ-...`` is one run, read once), and each segment ends at a dot
+_JWT = re.compile(r"(?=e)" + _start("[A-Za-z0-9_-]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
 _HEX64 = re.compile(r"(?=[0-9A-Fa-f])" + _start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
 #: A secret's name (longest alternatives first: ``secret_key`` before ``secret``).
 _NAME = re.compile(
@@ -253,10 +254,16 @@ def _named(text: str, spans: list[Span]) -> None:
 
 def _short_password(text: str, spans: list[Span]) -> None:
     """mysql's ``-pVALUE`` (at least 3 characters unquoted: ``perl -pe`` is not a password)."""
-    for m in _SHORT_P.finditer(text):  # only a quote or 3+ value characters match: few calls
+    pos = 0
+    while True:
+        m = _SHORT_P.search(text, pos)
+        if m is None:
+            return
+        pos = m.end()
         value = _value(text, m.start() + 2)
         if value is not None:
             spans.append(value[:2])
+            pos = max(pos, value[2])  # resume after what was read (an unclosed bracket: the end)
 
 
 def _url_credentials(text: str, spans: list[Span]) -> None:
