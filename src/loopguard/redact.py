@@ -46,7 +46,9 @@ a longer text go through :func:`redact_excerpt`, which redacts before it cuts.
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -102,17 +104,25 @@ _BEARER = re.compile(r"(?i)(?=[bBtT])" + _start("[A-Za-z0-9_]") + r"(?:bearer|ba
 _JWT = re.compile(r"(?=e)" + _start("[A-Za-z0-9_-]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
 _HEX64 = re.compile(r"(?=[0-9A-Fa-f])" + _start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
 #: A secret's name (longest alternatives first: ``secret_key`` before ``secret``).
+#: ``pass``, ``auth`` and ``cookie`` only as whole words or after ``_``/``-`` (``DB_PASS``,
+#: ``_auth``, ``--pass``; not ``bypass``, ``oauth``); grouped by first letter (one branch tried
+#: per position).  Groups ``auth`` (``Authorization``: the scheme word stays), ``cookie`` and
+#: ``set`` (``Set-Cookie``): headers whose value is the rest of their line.
 _NAME = re.compile(
-    r"(?=[sSpPcCaAtT])(?i:s(?:ecret[_-]?(?:access[_-]?)?key|ecret)|p(?:rivate[_-]?key|assphrase|assword|asswd|wd)"
-    r"|client[_-]?secret|a(?:ccess[_-]?token|uth[_-]?token|pi[_-]?key|(uthorization))|token)"
+    r"(?=[sSpPcCaAtT])(?i:token"
+    r"|p(?:rivate[_-]?key|assphrase|ass[_-]?word|asswd|wd|(?<![a-z]p)ass)"
+    r"|s(?:ecret[_-]?(?:access[_-]?)?key|ecret|(?<![a-z]s)(?P<set>et-cookie))"
+    r"|c(?:lient[_-]?secret|redentials?|(?<![a-z]c)(?P<cookie>ookie))"
+    r"|a(?:ccess[_-]?token|uth[_-]?token|pi[ _-]?key|(?P<auth>uthorization)|(?<![a-z]a)uth))"
 )
-#: After a name: an optional closing quote (JSON ``"password":``, escaped ``\"password\":``), then ``=`` or ``:``.
-_KEY_TAIL = re.compile(r"""(?:\\*["'])?\s*[=:]\s*""")
-#: After a flag name: blanks, then a value that is not another flag.
-_FLAG_TAIL = re.compile(r"[ \t]+(?=[^\s-])")
+#: After a name: an optional closing quote (JSON ``"password":``, escaped ``\"password\":``),
+#: then ``=``, ``:``, ``=>`` (PHP, Perl) or ``:=``.
+_KEY_TAIL = re.compile(r"""(?:\\*["'])?\s*(?:=>|:=|[=:])\s*""")
+#: After a flag name: blanks, then a value that is not another flag (``-x`` may be a value).
+_FLAG_TAIL = re.compile(r"[ \t]+(?=[^\s-]|-[^\s-])")
 #: Values.  Unquoted: up to a blank or separator; a backslash escape stays inside unless it is
 #: a JSON escape (``\n``, ``\"``...) that ends the value.
-_UNQUOTED = re.compile(r"""(?:[^\s"',;&}\\]|\\[^nrtbfu"'/\s])+""")
+_UNQUOTED = re.compile(r"""(?:[^\s"',;&}\\]|,(?=[^\s"',;&}\\])|\\[^nrtbfu"'/\r\n\t])+""")
 _DOUBLE = re.compile(r'"((?:[^"\\\n]|\\.)*)"?')
 _SINGLE = re.compile(r"'([^'\n]*)'?")
 # JSON inside a JSON string: \\\\ is an escaped backslash, \\\" an escaped quote, \" closes
@@ -123,7 +133,27 @@ _BRACKETS = re.compile(r'\\.|["\[\]{}()]')
 _HEADER = re.compile(r"""[^\r\n"'\\]+""")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,30}[ \t]+(?=\S)")
 #: mysql's ``-pVALUE`` (a quoted value, or 3+ characters, attached to ``-p`` after a blank or a quote).
-_SHORT_P = re.compile(r"""(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?:(?=["'\\])|[^\s"',;&}\\-][^\s"',;&}\\]{2})""")
+_SHORT_P = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?:(?=["'\\])|[^\s"',;&}\\-][^\s"',;&}\\]{2})""")
+#: ``-u user:V`` / ``--user user:V`` (curl): the password after the colon (not a numeric
+#: ``uid:gid``, ``docker run -u 1000:1000``).
+_USER = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))(?:-u[ \t]*|--user(?:[ \t]+|=))["']?(?![0-9]{1,256}:)[^\s:"'\\@/]{1,256}:(?=[^\s"'\\])""")
+#: curl's ``-b 'name=V'`` (cookies; ``--cookie`` is a secret name).
+_CURL_B = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))-b[ \t]+(?=[^\s-])""")
+#: ``.netrc``: ``machine h login u password V``.
+_NETRC = re.compile(r"(?i)(?=[mla])(?<![\w-])(?:machine|login|account)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+password[ \t]+(?=\S)")
+#: SQL: ``IDENTIFIED BY 'V'``, ``IDENTIFIED WITH plugin BY 'V'``, ``IDENTIFIED BY PASSWORD 'V'``.
+_SQL = re.compile(r"(?i)(?=i)(?<![\w-])identified[ \t]+(?:with[ \t]+[^\s]{1,64}[ \t]+)?by[ \t]+(?:password[ \t]+)?(?=\S)")
+#: Commands in which ``-p V`` (with a blank) is a password.
+_PW_COMMAND = re.compile(r"(?i)(?=[dpsm])(?<![\w./-])(?:(?:docker|podman)[ \t]+login|sshpass|mysql|mariadb)(?![\w.-])")
+_COMMAND_REST = re.compile(r"[^\r\n;&|]*")
+_SPACED_P = re.compile(r"(?<=[ \t])-p[ \t]+(?=[^\s-])")
+#: The text of an XML element (``<password>V</password>``): to the next tag.
+_XML_TEXT = re.compile(r"[^<]*")
+#: A YAML block scalar's header (``|``, ``>-``, ``|2``...) to its line's end, and one line.
+#: A JSON escape ``\\u00XX`` of a printable ASCII character (decoded only for word characters).
+_WORD_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])")
+_BLOCK_HEAD = re.compile(r"[|>][+-]?[1-9]?[+-]?[ \t]*(?:#[^\r\n]*)?\r?\n")
+_LINE = re.compile(r"([ \t]*)([^\r\n]*)(?:\r?\n)?")
 _URL_AUTHORITY = re.compile(r"""[^/\s"'<>\\?#]*""")
 _SCHEME_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _FLAG_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -226,30 +256,134 @@ def _header_scheme(text: str, start: int, end: int) -> int:
     return m.end() if m is not None else start
 
 
+def _in_tag(text: str, start: int) -> bool:
+    """The name at ``start`` ends an XML tag name (``<password>``, ``<db:password>``)."""
+    j, stop = start, max(0, start - 64)
+    while j > stop and (text[j - 1].isalnum() or text[j - 1] in "_.:-"):
+        j -= 1
+    return j > 0 and text[j - 1] == "<"
+
+
+def _block_scalar(text: str, i: int, key: int) -> tuple[int, int, int] | None:
+    """A YAML block scalar at ``i`` (``password: |`` then lines indented deeper than the key's
+    line): ``(start, end)`` of its text and where reading resumes; ``None`` when there is none."""
+    head = _BLOCK_HEAD.match(text, i)
+    if head is None:
+        return None
+    newline = text.rfind("\n", max(0, key - 256), key)  # the key's line (a bounded look back)
+    line = newline + 1 if newline >= 0 else (0 if key <= 256 else key)
+    indent = line
+    while indent < key and text[indent] in " \t":
+        indent += 1
+    indent -= line
+    pos, start, end = head.end(), -1, -1
+    while pos < len(text):
+        lm = _LINE.match(text, pos)
+        assert lm is not None  # the line pattern matches the empty string
+        if lm.end() == pos:  # a lone \r or the end
+            break
+        if lm.group(2):
+            if len(lm.group(1)) <= indent:
+                break
+            start, end = (lm.start(2) if start < 0 else start), lm.end(2)
+        pos = lm.end()
+    return (start, end, end) if start >= 0 else None
+
+
+def _cookies(text: str, start: int, end: int, spans: list[Span], first: bool = False) -> None:
+    """The values of the ``name=value`` pairs of a cookie header (only the first: ``Set-Cookie``,
+    whose other pairs are attributes); the whole value when it has no pair."""
+    at, found = start, False
+    for part in text[start:end].split(";"):
+        eq = part.find("=")
+        if eq >= 0:
+            spans.append((at + eq + 1, at + len(part.rstrip())))
+            found = True
+        at += len(part) + 1
+        if first:
+            break
+    if not found:
+        spans.append((start, end))
+
+
 def _named(text: str, spans: list[Span]) -> None:
-    """Values of secret-named assignments (``KEY=V``, ``"key": V``), flags (``--password V``)
-    and ``Authorization`` headers.  Reading resumes after each value: linear."""
+    """Values of secret-named assignments (``KEY=V``, ``"key": V``, ``'key' => V``, ``key := V``),
+    flags (``--password V``), XML elements (``<password>V</password>``), YAML block scalars,
+    ``Authorization`` and cookie headers.  Reading resumes after each value: linear."""
     pos, size = 0, len(text)
     while True:
         m = _NAME.search(text, pos)
         if m is None:
             return
-        header = m.group(1) is not None
+        header = m.lastgroup is not None
         pos = m.end()
         tail = _KEY_TAIL.match(text, pos)
-        if tail is None and not header:
+        if tail is None:
+            if text.startswith(">", pos) and _in_tag(text, m.start()):
+                element = _XML_TEXT.match(text, pos + 1)
+                assert element is not None  # matches the empty string
+                spans.append((pos + 1, element.end()))
+                pos = max(pos, element.end())
+                continue
             tail = _FLAG_TAIL.match(text, pos)
             if tail is not None and not _is_flag(text, m.start()):
                 tail = None
+            header = False
         if tail is None or tail.end() >= size:
             continue
-        value = _value(text, tail.end(), header)
+        value = _block_scalar(text, tail.end(), m.start()) if text[tail.end()] in "|>" else None
+        if value is None:
+            value = _value(text, tail.end(), header)
         if value is None:
             continue
         start, end, pos = value
+        if header and m.lastgroup != "auth":
+            _cookies(text, start, end, spans, first=m.lastgroup == "set")
+            continue
         if header:
             start = _header_scheme(text, start, end)
         spans.append((start, end))
+
+
+def _after(pattern: re.Pattern[str], text: str, spans: list[Span], cookie: bool = False) -> None:
+    """The value after each match of ``pattern`` (``IDENTIFIED BY 'V'``, ``-u user:V``, netrc's
+    ``password V``); with ``cookie``, only the cookie values of one holding ``=`` (curl's
+    ``-b 'sid=V'``).  Reading resumes after each value: linear."""
+    pos = 0
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return
+        pos = m.end()
+        value = _value(text, pos)
+        if value is None:
+            continue
+        start, end, resume = value
+        pos = max(pos, resume)
+        if not cookie:
+            spans.append((start, end))
+        elif "=" in text[start:end]:
+            _cookies(text, start, end, spans)
+
+
+def _password_commands(text: str, spans: list[Span]) -> None:
+    """``-p V`` (a blank after ``-p``) in commands where ``-p`` is a password: ``docker login``,
+    ``podman login``, ``sshpass``, ``mysql``/``mariadb`` (not ``ssh -p 22``, ``mkdir -p``): the
+    first one up to the end of the command (``;``, ``&``, ``|``, a line end).  Each command is
+    read once."""
+    pos = 0
+    while True:
+        m = _PW_COMMAND.search(text, pos)
+        if m is None:
+            return
+        command_end = _COMMAND_REST.match(text, m.end()).end()  # type: ignore[union-attr]
+        pos = max(m.end(), command_end)
+        flag = _SPACED_P.search(text, m.end(), command_end)
+        if flag is not None:
+            value = _value(text, flag.end())
+            if value is not None:
+                spans.append(value[:2])
+                pos = max(pos, value[2])
 
 
 def _short_password(text: str, spans: list[Span]) -> None:
@@ -321,6 +455,45 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
+    spans = _collect(text)
+    if "\\u00" in text:  # JSON escapes of word characters: a key such as \u0070assword, read decoded
+        decoded, marks = _unescaped(text)
+        if marks:
+            spans += [(_original(marks, s), _original(marks, e)) for s, e in _collect(decoded)]
+    return _merge(spans)
+
+
+def _unescaped(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with each JSON escape of a letter, digit, ``_`` or ``-`` (``\\u0070``) decoded,
+    and the marks that map a position of it back: ``(decoded position, text position)`` at
+    either edge of each decoded escape.  One pass."""
+    parts: list[str] = []
+    marks: list[tuple[int, int]] = []
+    at = shift = 0
+    for m in _WORD_ESCAPE.finditer(text):
+        char = chr(int(m.group(1), 16))
+        if not (char.isalnum() or char in "_-"):
+            continue
+        parts += [text[at : m.start()], char]
+        decoded = m.start() - shift
+        marks += [(decoded, m.start()), (decoded + 1, m.end())]
+        shift += len(m.group()) - 1
+        at = m.end()
+    parts.append(text[at:])
+    return "".join(parts), marks
+
+
+def _original(marks: list[tuple[int, int]], position: int) -> int:
+    """The position in the original text of ``position`` in the decoded one (:func:`_unescaped`)."""
+    k = bisect.bisect_right(marks, (position, sys.maxsize)) - 1
+    if k < 0:
+        return position
+    decoded, original = marks[k]
+    return original + position - decoded
+
+
+def _collect(text: str) -> list[Span]:
+    """The spans of every rule over ``text``, unsorted and unmerged."""
     spans: list[Span] = []
     _pem(text, spans)
     for pattern in (_JWT, _PREFIXED_KEY, _HEX64):
@@ -329,7 +502,11 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     _url_credentials(text, spans)
     _named(text, spans)
     _short_password(text, spans)
-    return _merge(spans)
+    _password_commands(text, spans)
+    for pattern in (_USER, _NETRC, _SQL):
+        _after(pattern, text, spans)
+    _after(_CURL_B, text, spans, cookie=True)
+    return spans
 
 
 def _render(text: str, spans: list[Span], start: int = 0, stop: int | None = None) -> str:
