@@ -180,6 +180,8 @@ _SECRET_KEYS = (
     "cookie",
 )
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
+#: ``pass`` / ``auth`` as the last word of a key (``DB_PASS``, ``_auth``, ``npm auth``).
+_SECRET_WORD_END = re.compile(r"(?:^|[^a-z])(?:pass|auth)$")
 
 Span = tuple[int, int]
 
@@ -626,26 +628,54 @@ def _pem_before(text: str, lo: int, hi: int) -> list[Span]:
 
 
 def _secret_key(key: object) -> bool:
-    """A mapping key naming a secret (``password``, ``db_password``, ``apiKey``, ``b"token"``)."""
+    """A mapping key naming a secret (``password``, ``db_password``, ``apiKey``, ``b"token"``,
+    ``Pass_Word``, ``API KEY``, ``Set-Cookie``; ``pass`` and ``auth`` as a whole word at the end:
+    ``DB_PASS``, ``_auth``, not ``bypass``)."""
     if isinstance(key, (bytes, bytearray)):
         key = bytes(key[-128:]).decode("utf-8", "replace")
     if not isinstance(key, str):
         return False
-    name = _NOT_ALNUM.sub("", key[-128:].lower())
-    return name.endswith(_SECRET_KEYS)
+    lower = key[-128:].lower()
+    return _NOT_ALNUM.sub("", lower).endswith(_SECRET_KEYS) or _SECRET_WORD_END.search(lower) is not None
+
+
+_NAME_FIELDS = ("key", "name")
+_VALUE_FIELDS = ("value",)
+
+
+def _pair_value(members: list[tuple[Any, Any]]) -> Any:
+    """The key of the ``value`` member of a name/value pair that names a secret
+    (``{"name": "DB_PASSWORD", "value": ...}``, ``{"Key": "password", "Value": ...}``), else ``None``."""
+    if len(members) > 8:
+        return None
+    named = value_key = None
+    for key, member in members:
+        if isinstance(key, str):
+            lower = key.lower()
+            if lower in _NAME_FIELDS and _secret_key(member):
+                named = key
+            elif lower in _VALUE_FIELDS:
+                value_key = key
+    return value_key if named is not None else None
 
 
 def redact_value(value: Any) -> Any:
-    """A copy of a structured value (tool-call arguments) in which every mapping key that names
-    a secret (``password``, ``DB_PASSWORD``, ``apiKey``, ``client_secret``, ``Authorization``,
-    ``b"token"``...) holds ``"[REDACTED]"`` instead of whatever it held (a string, a number,
-    a list, a mapping), at any depth.  Mappings become ``dict``, lists and tuples ``list``;
-    other values are kept as they are (strings are not scanned: run :func:`redact_secrets`
-    over the serialised text too).  Shared and cyclic containers stay shared and cyclic.
-    Iterative: any depth.  Never raises for a value of any type.
+    """A copy of a structured value (tool-call arguments, a tool's result) in which every
+    mapping key that names a secret (``password``, ``DB_PASSWORD``, ``apiKey``,
+    ``client_secret``, ``Authorization``, ``credentials``, ``Set-Cookie``, ``b"token"``...) holds
+    ``"[REDACTED]"`` instead of whatever it held (a string, a number, a list, a mapping), at any
+    depth; so do name/value pairs naming a secret: the ``value`` of ``{"name": "DB_PASSWORD",
+    "value": ...}`` (or ``"key"``), and the second item of a two-item list or tuple whose first
+    item names one (``("Authorization", ...)``, ``["PASSWORD", ...]``: env lists, header
+    tuples).  Mappings become ``dict``, lists and tuples ``list``; other values are kept as
+    they are (strings are not scanned: run :func:`redact_secrets` over the serialised text
+    too).  Shared and cyclic containers stay shared and cyclic.  Iterative: any depth.  Never
+    raises for a value of any type.
 
     >>> redact_value({"user": "bob", "auth": {"password": ["x"]}, b"token": 5})
     {'user': 'bob', 'auth': {'password': '[REDACTED]'}, b'token': '[REDACTED]'}
+    >>> redact_value({"env": [["PASSWORD", "x"], ["HOME", "/root"]], "h": ("Authorization", "y")})
+    {'env': [['PASSWORD', '[REDACTED]'], ['HOME', '/root']], 'h': ['Authorization', '[REDACTED]']}
     """
     root: list[Any] = [None]
     copies: dict[int, Any] = {}
@@ -659,12 +689,18 @@ def redact_value(value: Any) -> Any:
         elif isinstance(item, Mapping):
             mapping: dict[Any, Any] = {}
             parent[slot] = copies[id(item)] = mapping
-            for key, member in list(item.items()):
+            members = list(item.items())
+            hidden = _pair_value(members)
+            for key, member in members:
                 mapping[key] = REDACTED
-                if not _secret_key(key):
+                if not _secret_key(key) and (hidden is None or key != hidden):
                     stack.append((member, mapping, key))
         else:
             sequence: list[Any] = [None] * len(item)
             parent[slot] = copies[id(item)] = sequence
+            pair = len(item) == 2 and isinstance(item[0], (str, bytes, bytearray)) and _secret_key(item[0])
             stack += [(member, sequence, index) for index, member in enumerate(item)]
+            if pair:
+                stack.pop()
+                sequence[1] = REDACTED
     return root[0]
