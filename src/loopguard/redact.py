@@ -121,8 +121,9 @@ _KEY_TAIL = re.compile(r"""(?:\\*["'])?\s*(?:=>|:=|[=:])\s*""")
 #: After a flag name: blanks, then a value that is not another flag (``-x`` may be a value).
 _FLAG_TAIL = re.compile(r"[ \t]+(?=[^\s-]|-[^\s-])")
 #: Values.  Unquoted: up to a blank or separator; a backslash escape stays inside unless it is
-#: a JSON escape (``\n``, ``\"``...) that ends the value.
-_UNQUOTED = re.compile(r"""(?:[^\s"',;&}\\]|,(?=[^\s"',;&}\\])|\\[^nrtbfu"'/\r\n\t])+""")
+#: a JSON escape (``\n``, ``\"``...) that ends the value; a shell-escaped blank (``a\ b``, in
+#: JSON ``a\\ b``) and a comma before a value character stay inside too.
+_UNQUOTED = re.compile(r"""(?:[^\s"',;&}\\]|,(?=[^\s"',;&}\\])|\\\\ |\\[^nrtbfu"'/\r\n\t])+""")
 _DOUBLE = re.compile(r'"((?:[^"\\\n]|\\.)*)"?')
 _SINGLE = re.compile(r"'([^'\n]*)'?")
 # JSON inside a JSON string: \\\\ is an escaped backslash, \\\" an escaped quote, \" closes
@@ -132,8 +133,15 @@ _BRACKETS = re.compile(r'\\.|["\[\]{}()]')
 #: An ``Authorization`` header value: to the end of the line or of the quoted string.
 _HEADER = re.compile(r"""[^\r\n"'\\]+""")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,30}[ \t]+(?=\S)")
-#: mysql's ``-pVALUE`` (a quoted value, or 3+ characters, attached to ``-p`` after a blank or a quote).
-_SHORT_P = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?:(?=["'\\])|[^\s"',;&}\\-][^\s"',;&}\\]{2})""")
+#: mysql's ``-pVALUE`` after a blank or a quote: a quoted value, or 3+ characters unquoted
+#: (group 1, 2 or 3; one pass) ...
+_SHORT_P_AT = r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p"""
+_SHORT_P = re.compile(
+    _SHORT_P_AT
+    + r"""(?:"((?:[^"\\\n]|\\.)*)"?|'([^'\n]*)'?|(?=[^\s"',;&}\\\[({-][^\s"',;&}\\]{2})((?:[^\s"',;&}\\]|,(?=[^\s"',;&}\\])|\\[^nrtbfu"'/\r\n\t])+))"""
+)
+#: ... or a value in brackets or behind an escaped quote (read by :func:`_value`).
+_SHORT_P_OTHER = re.compile(_SHORT_P_AT + r"""(?=\\|[\[({][^\s"',;&}\\]{2})""")
 #: ``-u user:V`` / ``--user user:V`` (curl): the password after the colon (not a numeric
 #: ``uid:gid``, ``docker run -u 1000:1000``).
 _USER = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))(?:-u[ \t]*|--user(?:[ \t]+|=))["']?(?![0-9]{1,256}:)[^\s:"'\\@/]{1,256}:(?=[^\s"'\\])""")
@@ -150,10 +158,13 @@ _SPACED_P = re.compile(r"(?<=[ \t])-p[ \t]+(?=[^\s-])")
 #: The text of an XML element (``<password>V</password>``): to the next tag.
 _XML_TEXT = re.compile(r"[^<]*")
 #: A YAML block scalar's header (``|``, ``>-``, ``|2``...) to its line's end, and one line.
-#: A JSON escape ``\\u00XX`` of a printable ASCII character (decoded only for word characters).
-_WORD_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])")
-_BLOCK_HEAD = re.compile(r"[|>][+-]?[1-9]?[+-]?[ \t]*(?:#[^\r\n]*)?\r?\n")
+#: A JSON escape ``\\u00XX`` of an ASCII letter, digit, ``_`` or ``-``.
+_WORD_ESCAPE = re.compile(r"\\u00(2[dD]|3[0-9]|4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])")
+#: Group 1: the line break, real or a JSON escape (``\\n``: the scalar is inside a JSON string).
+_BLOCK_HEAD = re.compile(r"""[|>][+-]?[1-9]?[+-]?[ \t]*(?:#[^\r\n\\"]*)?(\r?\n|(?:\\+r)?\\+n)""")
 _LINE = re.compile(r"([ \t]*)([^\r\n]*)(?:\r?\n)?")
+#: One line of a block scalar inside a JSON string (at any depth): up to ``\\n`` or a closing quote.
+_ESCAPED_LINE = re.compile(r"""((?: |\\+t)*)((?:[^\\"\r\n]|\\+[^nr\\])*)(?:(?:\\+r)?\\+n)?""")
 _URL_AUTHORITY = re.compile(r"""[^/\s"'<>\\?#]*""")
 _SCHEME_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _FLAG_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -272,15 +283,17 @@ def _block_scalar(text: str, i: int, key: int) -> tuple[int, int, int] | None:
     head = _BLOCK_HEAD.match(text, i)
     if head is None:
         return None
-    newline = text.rfind("\n", max(0, key - 256), key)  # the key's line (a bounded look back)
-    line = newline + 1 if newline >= 0 else (0 if key <= 256 else key)
+    escaped = head.group(1).startswith("\\")
+    newline = text.rfind("\\n" if escaped else "\n", max(0, key - 256), key)  # a bounded look back
+    line = newline + (2 if escaped else 1) if newline >= 0 else (0 if key <= 256 else key)
+    lines = _ESCAPED_LINE if escaped else _LINE
     indent = line
     while indent < key and text[indent] in " \t":
         indent += 1
     indent -= line
     pos, start, end = head.end(), -1, -1
     while pos < len(text):
-        lm = _LINE.match(text, pos)
+        lm = lines.match(text, pos)
         assert lm is not None  # the line pattern matches the empty string
         if lm.end() == pos:  # a lone \r or the end
             break
@@ -327,8 +340,11 @@ def _named(text: str, spans: list[Span]) -> None:
                 spans.append((pos + 1, element.end()))
                 pos = max(pos, element.end())
                 continue
+            start = m.start()  # a flag's name follows "-" or another flag character
+            if start == 0 or text[start - 1] not in _FLAG_CHAR:
+                continue
             tail = _FLAG_TAIL.match(text, pos)
-            if tail is not None and not _is_flag(text, m.start()):
+            if tail is not None and not _is_flag(text, start):
                 tail = None
             header = False
         if tail is None or tail.end() >= size:
@@ -389,10 +405,13 @@ def _password_commands(text: str, spans: list[Span]) -> None:
 
 
 def _short_password(text: str, spans: list[Span]) -> None:
-    """mysql's ``-pVALUE`` (at least 3 characters unquoted: ``perl -pe`` is not a password)."""
+    """mysql's ``-pVALUE`` (at least 3 characters unquoted: ``perl -pe`` is not a password):
+    plain and quoted values in one pass; bracketed ones, and those behind an escaped quote, read
+    by :func:`_value`, resuming after what was read."""
+    spans += [m.span(m.lastindex or 0) for m in _SHORT_P.finditer(text)]
     pos = 0
     while True:
-        m = _SHORT_P.search(text, pos)
+        m = _SHORT_P_OTHER.search(text, pos)
         if m is None:
             return
         pos = m.end()
@@ -459,39 +478,33 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
         raise TypeError(f"text must be str, not {type(text).__name__}")
     spans = _collect(text)
     if "\\u00" in text:  # JSON escapes of word characters: a key such as \u0070assword, read decoded
-        decoded, marks = _unescaped(text)
-        if marks:
-            spans += [(_original(marks, s), _original(marks, e)) for s, e in _collect(decoded)]
+        decoded, starts, chars = _unescaped(text)
+        if starts:
+            named: list[Span] = []
+            _named(decoded, named)
+            spans += [(_original(starts, chars, s), _original(starts, chars, e)) for s, e in named]
     return _merge(spans)
 
 
-def _unescaped(text: str) -> tuple[str, list[tuple[int, int]]]:
-    """``text`` with each JSON escape of a letter, digit, ``_`` or ``-`` (``\\u0070``) decoded,
-    and the marks that map a position of it back: ``(decoded position, text position)`` at
-    either edge of each decoded escape.  One pass."""
-    parts: list[str] = []
-    marks: list[tuple[int, int]] = []
-    at = shift = 0
-    for m in _WORD_ESCAPE.finditer(text):
-        char = chr(int(m.group(1), 16))
-        if not (char.isalnum() or char in "_-"):
-            continue
-        parts += [text[at : m.start()], char]
-        decoded = m.start() - shift
-        marks += [(decoded, m.start()), (decoded + 1, m.end())]
-        shift += len(m.group()) - 1
-        at = m.end()
-    parts.append(text[at:])
-    return "".join(parts), marks
+def _unescaped(text: str) -> tuple[str, list[int], list[int]]:
+    """``text`` with each JSON escape of a letter, digit, ``_`` or ``-`` (``\\u0070``, six code
+    points) decoded, the positions of those escapes in ``text`` and of their characters in the
+    decoded text (to map positions back: :func:`_original`).  One pass."""
+    starts = [m.start() for m in _WORD_ESCAPE.finditer(text)]
+    decoded = _WORD_ESCAPE.sub(_escaped_char, text) if starts else text
+    return decoded, starts, [start - 5 * k for k, start in enumerate(starts)]
 
 
-def _original(marks: list[tuple[int, int]], position: int) -> int:
+def _escaped_char(m: re.Match[str]) -> str:
+    return chr(int(m.group(1), 16))
+
+
+def _original(starts: list[int], chars: list[int], position: int) -> int:
     """The position in the original text of ``position`` in the decoded one (:func:`_unescaped`)."""
-    k = bisect.bisect_right(marks, (position, sys.maxsize)) - 1
+    k = bisect.bisect_right(chars, position) - 1
     if k < 0:
         return position
-    decoded, original = marks[k]
-    return original + position - decoded
+    return starts[k] if position == chars[k] else starts[k] + 5 + position - chars[k]
 
 
 def _collect(text: str) -> list[Span]:
