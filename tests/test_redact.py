@@ -457,7 +457,10 @@ ROUND_2 = [
     (f"<password>{C}</password>", "<password>[REDACTED]</password>"),
     (f"<db:password>{C}</db:password>", "<db:password>[REDACTED]</db:password>"),
     (f"CREATE USER 'bob'@'%' IDENTIFIED BY '{C}';", "CREATE USER 'bob'@'%' IDENTIFIED BY '[REDACTED]';"),
-    (f"ALTER USER x IDENTIFIED WITH mysql_native_password BY '{C}'", "ALTER USER x IDENTIFIED WITH mysql_native_password BY '[REDACTED]'"),
+    (
+        f"ALTER USER x IDENTIFIED WITH mysql_native_password BY '{C}'",
+        "ALTER USER x IDENTIFIED WITH mysql_native_password BY '[REDACTED]'",
+    ),
     # value tails: escaped spaces, commas, a value starting with "-"
     (f"password=a\\ b\\ {C} next", "password=[REDACTED] next"),
     (f"password=a,{C} next", "password=[REDACTED] next"),
@@ -509,7 +512,9 @@ def test_round_2_redact_value_pairs_and_keys() -> None:
         "ordinary": {"bypass": 1, "oauth": "on", "name": "x", "value": 2},
     }
     assert redact_value(value) == {
-        "data": dict.fromkeys(("credentials", "cookie", "set-cookie", "Pass_Word", "pass-word", "API KEY", "DB_PASS"), REDACTED),
+        "data": dict.fromkeys(
+            ("credentials", "cookie", "set-cookie", "Pass_Word", "pass-word", "API KEY", "DB_PASS"), REDACTED
+        ),
         b"password": REDACTED,
         "pair": {"key": "password", "value": REDACTED},
         "env": [{"name": "DB_PASSWORD", "value": REDACTED}, {"name": "HOME", "value": "/root"}],
@@ -519,7 +524,9 @@ def test_round_2_redact_value_pairs_and_keys() -> None:
     }
 
 
-@pytest.mark.parametrize(("shape", "size"), [(s, n) for s in (" -p[ab", " -p(ab", " -p{ab", "eyJ-") for n in (100_000, _MB)])
+@pytest.mark.parametrize(
+    ("shape", "size"), [(s, n) for s in (" -p[ab", " -p(ab", " -p{ab", "eyJ-") for n in (100_000, _MB)]
+)
 def test_round_2_formerly_quadratic_shapes(shape: str, size: int) -> None:
     """100 KB of `` -p[ab`` took 113 s (each ``-p`` value read to the end of the text, then the
     next ``-p`` read again), ``eyJ-`` 5.9 s (every ``eyJ`` after ``-`` read the run again)."""

@@ -23,6 +23,13 @@ like a credential with ``[REDACTED]``:
 * shell forms: ``--password VALUE``, ``--password=VALUE``, ``--db-token 'VALUE'``,
   mysql's ``-pVALUE``, ``KEY=VALUE`` environment assignments; a quoted value is
   redacted whole, escapes included (``"Hunt\\"er2"``: no tail is left);
+* more shell and config forms: ``curl -u user:VALUE`` / ``--user``, cookie values (``Cookie:``,
+  the first pair of ``Set-Cookie:``, ``curl -b 'sid=VALUE'``), ``-p VALUE`` after ``docker login``,
+  ``podman login``, ``sshpass``, ``mysql``/``mariadb``, ``.netrc`` ``password VALUE``,
+  ``<password>VALUE</password>``, SQL ``IDENTIFIED BY 'VALUE'``, PHP/Perl ``'password' => VALUE``,
+  ``:=``, YAML block scalars (``password: |`` and the lines indented under it), also the names
+  ``pass``/``auth`` (whole words: ``--pass``, ``DB_PASS``, ``_auth``), ``credentials``, ``cookie``,
+  ``pass_word``, ``api key``, and keys written with ``\\u00XX`` escapes (``\\u0070assword``);
 * the password of ``scheme://user:password@host`` URLs;
 * PEM private keys: everything after the ``-----BEGIN … PRIVATE KEY-----`` marker up to
   the ``-----END …-----`` marker; when there is none (a key cut short), the whole body to the
@@ -48,7 +55,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -144,13 +150,19 @@ _SHORT_P = re.compile(
 _SHORT_P_OTHER = re.compile(_SHORT_P_AT + r"""(?=\\|[\[({][^\s"',;&}\\]{2})""")
 #: ``-u user:V`` / ``--user user:V`` (curl): the password after the colon (not a numeric
 #: ``uid:gid``, ``docker run -u 1000:1000``).
-_USER = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))(?:-u[ \t]*|--user(?:[ \t]+|=))["']?(?![0-9]{1,256}:)[^\s:"'\\@/]{1,256}:(?=[^\s"'\\])""")
+_USER = re.compile(
+    r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))(?:-u[ \t]*|--user(?:[ \t]+|=))["']?(?![0-9]{1,256}:)[^\s:"'\\@/]{1,256}:(?=[^\s"'\\])"""
+)
 #: curl's ``-b 'name=V'`` (cookies; ``--cookie`` is a secret name).
 _CURL_B = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))-b[ \t]+(?=[^\s-])""")
 #: ``.netrc``: ``machine h login u password V``.
-_NETRC = re.compile(r"(?i)(?=[mla])(?<![\w-])(?:machine|login|account)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+password[ \t]+(?=\S)")
+_NETRC = re.compile(
+    r"(?i)(?=[mla])(?<![\w-])(?:machine|login|account)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+password[ \t]+(?=\S)"
+)
 #: SQL: ``IDENTIFIED BY 'V'``, ``IDENTIFIED WITH plugin BY 'V'``, ``IDENTIFIED BY PASSWORD 'V'``.
-_SQL = re.compile(r"(?i)(?=i)(?<![\w-])identified[ \t]+(?:with[ \t]+[^\s]{1,64}[ \t]+)?by[ \t]+(?:password[ \t]+)?(?=\S)")
+_SQL = re.compile(
+    r"(?i)(?=i)(?<![\w-])identified[ \t]+(?:with[ \t]+[^\s]{1,64}[ \t]+)?by[ \t]+(?:password[ \t]+)?(?=\S)"
+)
 #: Commands in which ``-p V`` (with a blank) is a password.
 _PW_COMMAND = re.compile(r"(?i)(?=[dpsm])(?<![\w./-])(?:(?:docker|podman)[ \t]+login|sshpass|mysql|mariadb)(?![\w.-])")
 _COMMAND_REST = re.compile(r"[^\r\n;&|]*")
@@ -685,8 +697,8 @@ def redact_value(value: Any) -> Any:
     too).  Shared and cyclic containers stay shared and cyclic.  Iterative: any depth.  Never
     raises for a value of any type.
 
-    >>> redact_value({"user": "bob", "auth": {"password": ["x"]}, b"token": 5})
-    {'user': 'bob', 'auth': {'password': '[REDACTED]'}, b'token': '[REDACTED]'}
+    >>> redact_value({"user": "bob", "login": {"password": ["x"]}, b"token": 5})
+    {'user': 'bob', 'login': {'password': '[REDACTED]'}, b'token': '[REDACTED]'}
     >>> redact_value({"env": [["PASSWORD", "x"], ["HOME", "/root"]], "h": ("Authorization", "y")})
     {'env': [['PASSWORD', '[REDACTED]'], ['HOME', '/root']], 'h': ['Authorization', '[REDACTED]']}
     """
