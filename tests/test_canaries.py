@@ -42,6 +42,24 @@ TEXT_CANARIES = [
     ("github token", "ghp_Cny15abcdefghijklmnopqrstuvwx"),
     ("aws key id", "id AKIACNYAKIDKEY161616 done"),
     ("json password", '{"password": "CnyJson17", "user": "bob"}'),
+    # red-team round 2 (issue 21): more names, shell forms and structures
+    ("curl -u", "curl -u admin:CnyCurlUser31 https://api.example.com"),
+    ("cookie header", "curl -H 'Cookie: sid=CnyCookie32; theme=dark' https://x"),
+    ("set-cookie", "Set-Cookie: session=CnySetCookie33; Path=/; HttpOnly"),
+    ("curl -b", "curl -b 'sid=CnyCurlB34' https://x"),
+    ("--pass", "tool --pass CnyPass35 --verbose"),
+    ("DB_PASS", "DB_PASS=CnyDbPass36 ./run"),
+    ("php array", "$cfg = array('password' => 'CnyPhp37');"),
+    ("netrc", "machine example.com login bob password CnyNetrc38"),
+    ("xml", "<password>CnyXml39</password>"),
+    ("sql", "CREATE USER 'bob'@'%' IDENTIFIED BY 'CnySql40';"),
+    ("escaped spaces", "password=a\\ b\\ CnyEscSpace41 next"),
+    ("comma", "password=a,CnyComma42 next"),
+    ("dash value", "tool --password -CnyDash43 --verbose"),
+    ("yaml block", "db:\n  password: |\n    CnyYaml44\n  user: bob"),
+    ("docker login", "docker login -u me -p CnyDocker45 registry.example.com"),
+    ("sshpass", "sshpass -p CnySshpass46 ssh -p 22 host"),
+    ("escaped key", '{"\\u0070assword": "CnyEscKey47"}'),
 ]
 #: Base64 of "CnyBasic08": the canary of the Basic header, which has no readable marker
 BASIC = "Q255QmFzaWMwOA=="
@@ -137,6 +155,37 @@ def test_the_issue_repros_by_hand() -> None:
     )
     pem = f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}\n" * 2  # returned twice, no END in the summary's reach
     assert summarize_result(pem, max_chars=240) == "-----BEGIN PRIVATE KEY-----[REDACTED]" * 2
+
+
+STRUCTURED_RESULTS: list[tuple[Any, str]] = [
+    ({"data": {"credentials": "CnyCred50"}}, '{"data":{"credentials":"[REDACTED]"}}'),
+    ({"data": {"cookie": "CnyCookie51"}}, '{"data":{"cookie":"[REDACTED]"}}'),
+    ({"data": {"set-cookie": "CnySetCookie52"}}, '{"data":{"set-cookie":"[REDACTED]"}}'),
+    ({"data": {"Pass_Word": "CnyPassWord53"}}, '{"data":{"Pass_Word":"[REDACTED]"}}'),
+    ({"data": {"pass-word": "CnyPassWord54"}}, '{"data":{"pass-word":"[REDACTED]"}}'),
+    ({"data": {"API KEY": "CnyApiKey55"}}, '{"data":{"API KEY":"[REDACTED]"}}'),
+    ({b"password": "CnyBytesKey56", "n": 1}, 'stable:{"b\'password\'":"[REDACTED]","n":1}'),
+    ({"key": "password", "value": "CnyPair57"}, '{"key":"password","value":"[REDACTED]"}'),
+    ([{"name": "DB_PASSWORD", "value": "CnyPair58"}], '[{"name":"DB_PASSWORD","value":"[REDACTED]"}]'),
+    ([["PASSWORD", "CnyEnv59"]], '[["PASSWORD","[REDACTED]"]]'),
+    (("Authorization", "CnyHeader60"), '["Authorization","[REDACTED]"]'),
+    ([["X-Api-Key", "CnyHeader61"]], '[["X-Api-Key","[REDACTED]"]]'),
+]
+
+
+@pytest.mark.parametrize(("result", "summary"), STRUCTURED_RESULTS, ids=[s for _, s in STRUCTURED_RESULTS])
+def test_structured_result_summary_goes_through_redact_value(result: Any, summary: str) -> None:
+    """A structured result returned twice: the deny reason's "Previous result" summary hides
+    what a secret-named key or name/value pair holds (red-team round 2, item C)."""
+    assert summarize_result(result, max_chars=2000) == summary
+    guard = ToolGuard(ToolGuardConfig(result_summary_chars=2000))
+    for _ in range(2):
+        assert guard.before_call("s", "read", {"path": "a"}).allowed
+        guard.after_call("s", "read", {"path": "a"}, result)
+    deny = guard.before_call("s", "read", {"path": "a"})
+    assert deny.kind == "repeat"
+    assert f"Previous result (preserved in the conversation above): {summary}" in deny.reason
+    _ok(deny.reason, repr(deny), _pickled(deny))
 
 
 def test_a_secret_cut_by_the_kept_result_head_is_not_shown() -> None:

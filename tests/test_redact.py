@@ -6,7 +6,7 @@ import importlib.util
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -298,6 +298,42 @@ ADVERSARIAL = [
     "0",
     "ab",
     "Proc-Type:",
+    # red-team round 2: a -p value that never closes, eyJ after "-", each prefix with an
+    # unclosed bracket or quote, and the forms added then
+    " -p[ab",
+    " -p(ab",
+    " -p{ab",
+    " -p'ab",
+    ' -p"ab',
+    "eyJ-",
+    "eyJaaaaaaaa.eyJ-",
+    "password={",
+    "password=(",
+    "password='",
+    'password=\\"',
+    '"password": "',
+    "Authorization: Bearer ",
+    "Authorization: [",
+    "--password [",
+    "--password -",
+    "password=a\\ ",
+    "password=a,",
+    "password: |\n  ",
+    "<password>",
+    "'password' => '",
+    "pass=",
+    "Cookie: a=",
+    "Set-Cookie: ",
+    "-u a:",
+    "--user a:[",
+    "-b 'a=",
+    "docker login -p [",
+    "sshpass -p ",
+    "mysql -p (",
+    "machine h login u password ",
+    "IDENTIFIED BY '",
+    "\\u0070assword=",
+    "\\u0070",
 ]
 _MB = 1 << 20
 
@@ -324,6 +360,10 @@ class _Counting:
         self.counter[0] += min(endpos, len(text)) - pos + 1
         return self.pattern.finditer(text, pos, endpos)
 
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        self.counter[0] += len(text) + 1
+        return self.pattern.sub(repl, text)
+
 
 @pytest.mark.parametrize("shape", ADVERSARIAL)
 def test_one_megabyte_of_an_adversarial_shape_is_linear(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -338,7 +378,9 @@ def test_one_megabyte_of_an_adversarial_shape_is_linear(shape: str, monkeypatch:
     # each pattern reads the text about once: 20 patterns, no rescans (the old _ASSIGNMENT read
     # every "_a" run again from each "_": 10^11 code points for this megabyte)
     assert counter[0] <= 24 * _MB, counter[0]
-    assert took < 1.0, f"{took:.2f} s for 1 MB of {shape!r}"
+    # a generous ceiling (the work count above is the real bound): ~0.3-0.6 s here, unloaded; the
+    # CI also runs this under AddressSanitizer's allocator
+    assert took < 3.0, f"{took:.2f} s for 1 MB of {shape!r}"
 
 
 @pytest.mark.slow
@@ -379,3 +421,122 @@ def test_fuzz_redact_atheris_runs_clean() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     runs = [int(m) for m in re.findall(r"#(\d+)\s+(?:DONE|pulse|NEW|REDUCE|INITED)", done.stderr)]
     assert runs and max(runs) >= 500, done.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- red-team round 2 (issue 21)
+
+C = "Zq9CanaryXv7"
+ROUND_2 = [
+    # curl credentials: the part after the colon
+    (f"curl -u admin:{C} https://x", "curl -u admin:[REDACTED] https://x"),
+    (f"curl --user u:{C} https://x", "curl --user u:[REDACTED] https://x"),
+    (f"curl --user=u:{C} -uroot:{C}", "curl --user=u:[REDACTED] -uroot:[REDACTED]"),
+    (f"curl -u 'admin:{C}' x", "curl -u 'admin:[REDACTED]' x"),
+    # cookies: their values (Set-Cookie: the first pair; the rest are attributes)
+    (f"Cookie: sid={C}", "Cookie: sid=[REDACTED]"),
+    (f"Cookie: sid={C}; theme=dark\nnext", "Cookie: sid=[REDACTED]; theme=[REDACTED]\nnext"),
+    (f"Set-Cookie: session={C}; Path=/; HttpOnly", "Set-Cookie: session=[REDACTED]; Path=/; HttpOnly"),
+    (f"curl -b 'sid={C}' https://x", "curl -b 'sid=[REDACTED]' https://x"),
+    (f'{{"set-cookie": "{C}"}}', '{"set-cookie": "[REDACTED]"}'),
+    # more names
+    (f"tool --pass {C} x", "tool --pass [REDACTED] x"),
+    (f"tool --pass={C} x", "tool --pass=[REDACTED] x"),
+    (f"tool --auth {C} x", "tool --auth [REDACTED] x"),
+    (f"PASS={C} run", "PASS=[REDACTED] run"),
+    (f"DB_PASS={C} run", "DB_PASS=[REDACTED] run"),
+    (f"_auth={C}", "_auth=[REDACTED]"),
+    (f'{{"credentials": "{C}"}}', '{"credentials": "[REDACTED]"}'),
+    (f"cookie={C}", "cookie=[REDACTED]"),
+    (f"pass_word={C} pass-word: {C}", "pass_word=[REDACTED] pass-word: [REDACTED]"),
+    (f"api key: {C}", "api key: [REDACTED]"),
+    # PHP / Perl / Go assignments
+    (f"$cfg = array('password' => '{C}');", "$cfg = array('password' => '[REDACTED]');"),
+    (f"my %h = (password => '{C}');", "my %h = (password => '[REDACTED]');"),
+    (f'password := "{C}"', 'password := "[REDACTED]"'),
+    # .netrc, XML, SQL
+    (f"machine h login u password {C}", "machine h login u password [REDACTED]"),
+    (f"machine h\n  login u\n  password {C}\n", "machine h\n  login u\n  password [REDACTED]\n"),
+    (f"<password>{C}</password>", "<password>[REDACTED]</password>"),
+    (f"<db:password>{C}</db:password>", "<db:password>[REDACTED]</db:password>"),
+    (f"CREATE USER 'bob'@'%' IDENTIFIED BY '{C}';", "CREATE USER 'bob'@'%' IDENTIFIED BY '[REDACTED]';"),
+    (
+        f"ALTER USER x IDENTIFIED WITH mysql_native_password BY '{C}'",
+        "ALTER USER x IDENTIFIED WITH mysql_native_password BY '[REDACTED]'",
+    ),
+    # value tails: escaped spaces, commas, a value starting with "-"
+    (f"password=a\\ b\\ {C} next", "password=[REDACTED] next"),
+    (f"password=a,{C} next", "password=[REDACTED] next"),
+    (f"tool --password -{C} x", "tool --password [REDACTED] x"),
+    # YAML block scalars: the lines indented deeper than the key
+    (f"password: |\n    {C}\n    more\nuser: bob", "password: |\n    [REDACTED]\nuser: bob"),
+    (f"db:\n  password: >-\n    {C}\n\n    more\n  user: bob", "db:\n  password: >-\n    [REDACTED]\n  user: bob"),
+    # "-p VALUE" where -p is a password: docker/podman login, sshpass, mysql/mariadb
+    (f"docker login -u me -p {C} registry", "docker login -u me -p [REDACTED] registry"),
+    (f"podman login -p {C} quay.io", "podman login -p [REDACTED] quay.io"),
+    (f"sshpass -p {C} ssh -p 22 host", "sshpass -p [REDACTED] ssh -p 22 host"),
+    (f"mysql -u root -p {C} db; ssh -p 22 h", "mysql -u root -p [REDACTED] db; ssh -p 22 h"),
+    # a JSON-escaped key (item D): read decoded too
+    (f'"{{\\"\\\\u0070assword\\": \\"{C}\\"}}"', '"{\\"\\\\u0070assword\\": \\"[REDACTED]\\"}"'),
+    (f'{{"\\u0070\\u0061ssword": "{C}", "n": 1}}', '{"\\u0070\\u0061ssword": "[REDACTED]", "n": 1}'),
+    (f"\\u005f\\u0070ass=\\u0041bc{C} d", "\\u005f\\u0070ass=[REDACTED] d"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ROUND_2)
+def test_round_2_shapes_are_redacted(text: str, expected: str) -> None:
+    assert redact_secrets(text) == expected
+    assert C not in redact_secrets(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mkdir -p dir && ssh -p 22 host && perl -pe 's/a/b/' f && python -m x",
+        "cmd --pass-through --keyword x passthrough=1 bypass=1 oauth=1 author=bob",
+        "docker run -u 1000:1000 img && git checkout -b feature && sort -u f",
+        "docker login registry.example.com && mysql -h db -e 'select 1'",
+        "the cookie jar; pass the salt; Authorization is required",
+        "<password-policy>strict</password-policy> IDENTIFIED",
+    ],
+)
+def test_round_2_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact_secrets(text) == text
+
+
+def test_round_2_redact_value_pairs_and_keys() -> None:
+    value = {
+        "data": {k: C for k in ("credentials", "cookie", "set-cookie", "Pass_Word", "pass-word", "API KEY", "DB_PASS")},
+        b"password": C,
+        "pair": {"key": "password", "value": C},
+        "env": [{"name": "DB_PASSWORD", "value": C}, {"name": "HOME", "value": "/root"}],
+        "list": [["PASSWORD", C], ["HOME", "/root"]],
+        "headers": [("Authorization", C), ["X-Api-Key", C], ("Accept", "*/*")],
+        "ordinary": {"bypass": 1, "oauth": "on", "name": "x", "value": 2},
+    }
+    assert redact_value(value) == {
+        "data": dict.fromkeys(
+            ("credentials", "cookie", "set-cookie", "Pass_Word", "pass-word", "API KEY", "DB_PASS"), REDACTED
+        ),
+        b"password": REDACTED,
+        "pair": {"key": "password", "value": REDACTED},
+        "env": [{"name": "DB_PASSWORD", "value": REDACTED}, {"name": "HOME", "value": "/root"}],
+        "list": [["PASSWORD", REDACTED], ["HOME", "/root"]],
+        "headers": [["Authorization", REDACTED], ["X-Api-Key", REDACTED], ["Accept", "*/*"]],
+        "ordinary": {"bypass": 1, "oauth": "on", "name": "x", "value": 2},
+    }
+
+
+@pytest.mark.parametrize(
+    ("shape", "size"), [(s, n) for s in (" -p[ab", " -p(ab", " -p{ab", "eyJ-") for n in (100_000, _MB)]
+)
+def test_round_2_formerly_quadratic_shapes(shape: str, size: int) -> None:
+    """100 KB of `` -p[ab`` took 113 s (each ``-p`` value read to the end of the text, then the
+    next ``-p`` read again), ``eyJ-`` 5.9 s (every ``eyJ`` after ``-`` read the run again)."""
+    text = (shape * (size // len(shape) + 1))[:size]
+    started = time.process_time()
+    out = redact_secrets(text)
+    assert time.process_time() - started < 3.0  # generous: 113 s for 100 KB before
+    if shape.startswith(" -p"):  # the first value reaches the end (its bracket never closes)
+        assert out == " -p" + REDACTED
+    else:
+        assert out == text

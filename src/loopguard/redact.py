@@ -23,6 +23,13 @@ like a credential with ``[REDACTED]``:
 * shell forms: ``--password VALUE``, ``--password=VALUE``, ``--db-token 'VALUE'``,
   mysql's ``-pVALUE``, ``KEY=VALUE`` environment assignments; a quoted value is
   redacted whole, escapes included (``"Hunt\\"er2"``: no tail is left);
+* more shell and config forms: ``curl -u user:VALUE`` / ``--user``, cookie values (``Cookie:``,
+  the first pair of ``Set-Cookie:``, ``curl -b 'sid=VALUE'``), ``-p VALUE`` after ``docker login``,
+  ``podman login``, ``sshpass``, ``mysql``/``mariadb``, ``.netrc`` ``password VALUE``,
+  ``<password>VALUE</password>``, SQL ``IDENTIFIED BY 'VALUE'``, PHP/Perl ``'password' => VALUE``,
+  ``:=``, YAML block scalars (``password: |`` and the lines indented under it), also the names
+  ``pass``/``auth`` (whole words: ``--pass``, ``DB_PASS``, ``_auth``), ``credentials``, ``cookie``,
+  ``pass_word``, ``api key``, and keys written with ``\\u00XX`` escapes (``\\u0070assword``);
 * the password of ``scheme://user:password@host`` URLs;
 * PEM private keys: everything after the ``-----BEGIN … PRIVATE KEY-----`` marker up to
   the ``-----END …-----`` marker; when there is none (a key cut short), the whole body to the
@@ -46,6 +53,7 @@ a longer text go through :func:`redact_excerpt`, which redacts before it cuts.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -97,21 +105,31 @@ _PREFIXED_KEY = re.compile(
     r")"
 )
 _BEARER = re.compile(r"(?i)(?=[bBtT])" + _start("[A-Za-z0-9_]") + r"(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{8,})")
-# one start per run of word characters (the lookbehind), and each segment ends at a dot
-_JWT = re.compile(r"(?=e)" + _start("[A-Za-z0-9_]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+# one start per run of segment characters (the lookbehind holds the segment class, ``-``
+# included: ``eyJ-eyJ-...`` is one run, read once), and each segment ends at a dot
+_JWT = re.compile(r"(?=e)" + _start("[A-Za-z0-9_-]") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
 _HEX64 = re.compile(r"(?=[0-9A-Fa-f])" + _start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{64}(?![0-9A-Fa-f])")
 #: A secret's name (longest alternatives first: ``secret_key`` before ``secret``).
+#: ``pass``, ``auth`` and ``cookie`` only as whole words or after ``_``/``-`` (``DB_PASS``,
+#: ``_auth``, ``--pass``; not ``bypass``, ``oauth``); grouped by first letter (one branch tried
+#: per position).  Groups ``auth`` (``Authorization``: the scheme word stays), ``cookie`` and
+#: ``set`` (``Set-Cookie``): headers whose value is the rest of their line.
 _NAME = re.compile(
-    r"(?=[sSpPcCaAtT])(?i:s(?:ecret[_-]?(?:access[_-]?)?key|ecret)|p(?:rivate[_-]?key|assphrase|assword|asswd|wd)"
-    r"|client[_-]?secret|a(?:ccess[_-]?token|uth[_-]?token|pi[_-]?key|(uthorization))|token)"
+    r"(?=[sSpPcCaAtT])(?i:token"
+    r"|p(?:rivate[_-]?key|assphrase|ass[_-]?word|asswd|wd|(?<![a-z]p)ass)"
+    r"|s(?:ecret[_-]?(?:access[_-]?)?key|ecret|(?<![a-z]s)(?P<set>et-cookie))"
+    r"|c(?:lient[_-]?secret|redentials?|(?<![a-z]c)(?P<cookie>ookie))"
+    r"|a(?:ccess[_-]?token|uth[_-]?token|pi[ _-]?key|(?P<auth>uthorization)|(?<![a-z]a)uth))"
 )
-#: After a name: an optional closing quote (JSON ``"password":``, escaped ``\"password\":``), then ``=`` or ``:``.
-_KEY_TAIL = re.compile(r"""(?:\\*["'])?\s*[=:]\s*""")
-#: After a flag name: blanks, then a value that is not another flag.
-_FLAG_TAIL = re.compile(r"[ \t]+(?=[^\s-])")
+#: After a name: an optional closing quote (JSON ``"password":``, escaped ``\"password\":``),
+#: then ``=``, ``:``, ``=>`` (PHP, Perl) or ``:=``.
+_KEY_TAIL = re.compile(r"""(?:\\*["'])?\s*(?:=>|:=|[=:])\s*""")
+#: After a flag name: blanks, then a value that is not another flag (``-x`` may be a value).
+_FLAG_TAIL = re.compile(r"[ \t]+(?=[^\s-]|-[^\s-])")
 #: Values.  Unquoted: up to a blank or separator; a backslash escape stays inside unless it is
-#: a JSON escape (``\n``, ``\"``...) that ends the value.
-_UNQUOTED = re.compile(r"""(?:[^\s"',;&}\\]|\\[^nrtbfu"'/\s])+""")
+#: a JSON escape (``\n``, ``\"``...) that ends the value; a shell-escaped blank (``a\ b``, in
+#: JSON ``a\\ b``) and a comma before a value character stay inside too.
+_UNQUOTED = re.compile(r"""(?:[^\s"',;&}\\]|,(?=[^\s"',;&}\\])|\\\\ |\\[^nrtbfu"'/\r\n\t])+""")
 _DOUBLE = re.compile(r'"((?:[^"\\\n]|\\.)*)"?')
 _SINGLE = re.compile(r"'([^'\n]*)'?")
 # JSON inside a JSON string: \\\\ is an escaped backslash, \\\" an escaped quote, \" closes
@@ -121,8 +139,44 @@ _BRACKETS = re.compile(r'\\.|["\[\]{}()]')
 #: An ``Authorization`` header value: to the end of the line or of the quoted string.
 _HEADER = re.compile(r"""[^\r\n"'\\]+""")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,30}[ \t]+(?=\S)")
-#: mysql's ``-pVALUE`` (a quoted value, or 3+ characters, attached to ``-p`` after a blank or a quote).
-_SHORT_P = re.compile(r"""(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p(?:(?=["'\\])|[^\s"',;&}\\-][^\s"',;&}\\]{2})""")
+#: mysql's ``-pVALUE`` after a blank or a quote: a quoted value, or 3+ characters unquoted
+#: (group 1, 2 or 3; one pass) ...
+_SHORT_P_AT = r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))-p"""
+_SHORT_P = re.compile(
+    _SHORT_P_AT
+    + r"""(?:"((?:[^"\\\n]|\\.)*)"?|'([^'\n]*)'?|(?=[^\s"',;&}\\\[({-][^\s"',;&}\\]{2})((?:[^\s"',;&}\\]|,(?=[^\s"',;&}\\])|\\[^nrtbfu"'/\r\n\t])+))"""
+)
+#: ... or a value in brackets or behind an escaped quote (read by :func:`_value`).
+_SHORT_P_OTHER = re.compile(_SHORT_P_AT + r"""(?=\\|[\[({][^\s"',;&}\\]{2})""")
+#: ``-u user:V`` / ``--user user:V`` (curl): the password after the colon (not a numeric
+#: ``uid:gid``, ``docker run -u 1000:1000``).
+_USER = re.compile(
+    r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))(?:-u[ \t]*|--user(?:[ \t]+|=))["']?(?![0-9]{1,256}:)[^\s:"'\\@/]{1,256}:(?=[^\s"'\\])"""
+)
+#: curl's ``-b 'name=V'`` (cookies; ``--cookie`` is a secret name).
+_CURL_B = re.compile(r"""(?=-)(?:^|(?<=[\s"'])|(?<=\\[nrt]))-b[ \t]+(?=[^\s-])""")
+#: ``.netrc``: ``machine h login u password V``.
+_NETRC = re.compile(
+    r"(?i)(?=[mla])(?<![\w-])(?:machine|login|account)[ \t\r\n]+[^\s]{1,256}[ \t\r\n]+password[ \t]+(?=\S)"
+)
+#: SQL: ``IDENTIFIED BY 'V'``, ``IDENTIFIED WITH plugin BY 'V'``, ``IDENTIFIED BY PASSWORD 'V'``.
+_SQL = re.compile(
+    r"(?i)(?=i)(?<![\w-])identified[ \t]+(?:with[ \t]+[^\s]{1,64}[ \t]+)?by[ \t]+(?:password[ \t]+)?(?=\S)"
+)
+#: Commands in which ``-p V`` (with a blank) is a password.
+_PW_COMMAND = re.compile(r"(?i)(?=[dpsm])(?<![\w./-])(?:(?:docker|podman)[ \t]+login|sshpass|mysql|mariadb)(?![\w.-])")
+_COMMAND_REST = re.compile(r"[^\r\n;&|]*")
+_SPACED_P = re.compile(r"(?<=[ \t])-p[ \t]+(?=[^\s-])")
+#: The text of an XML element (``<password>V</password>``): to the next tag.
+_XML_TEXT = re.compile(r"[^<]*")
+#: A YAML block scalar's header (``|``, ``>-``, ``|2``...) to its line's end, and one line.
+#: A JSON escape ``\\u00XX`` of an ASCII letter, digit, ``_`` or ``-``.
+_WORD_ESCAPE = re.compile(r"\\u00(2[dD]|3[0-9]|4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])")
+#: Group 1: the line break, real or a JSON escape (``\\n``: the scalar is inside a JSON string).
+_BLOCK_HEAD = re.compile(r"""[|>][+-]?[1-9]?[+-]?[ \t]*(?:#[^\r\n\\"]*)?(\r?\n|(?:\\+r)?\\+n)""")
+_LINE = re.compile(r"([ \t]*)([^\r\n]*)(?:\r?\n)?")
+#: One line of a block scalar inside a JSON string (at any depth): up to ``\\n`` or a closing quote.
+_ESCAPED_LINE = re.compile(r"""((?: |\\+t)*)((?:[^\\"\r\n]|\\+[^nr\\])*)(?:(?:\\+r)?\\+n)?""")
 _URL_AUTHORITY = re.compile(r"""[^/\s"'<>\\?#]*""")
 _SCHEME_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _FLAG_CHAR = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -149,6 +203,8 @@ _SECRET_KEYS = (
     "cookie",
 )
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
+#: ``pass`` / ``auth`` as the last word of a key (``DB_PASS``, ``_auth``, ``npm auth``).
+_SECRET_WORD_END = re.compile(r"(?:^|[^a-z])(?:pass|auth)$")
 
 Span = tuple[int, int]
 
@@ -225,38 +281,156 @@ def _header_scheme(text: str, start: int, end: int) -> int:
     return m.end() if m is not None else start
 
 
+def _in_tag(text: str, start: int) -> bool:
+    """The name at ``start`` ends an XML tag name (``<password>``, ``<db:password>``)."""
+    j, stop = start, max(0, start - 64)
+    while j > stop and (text[j - 1].isalnum() or text[j - 1] in "_.:-"):
+        j -= 1
+    return j > 0 and text[j - 1] == "<"
+
+
+def _block_scalar(text: str, i: int, key: int) -> tuple[int, int, int] | None:
+    """A YAML block scalar at ``i`` (``password: |`` then lines indented deeper than the key's
+    line): ``(start, end)`` of its text and where reading resumes; ``None`` when there is none."""
+    head = _BLOCK_HEAD.match(text, i)
+    if head is None:
+        return None
+    escaped = head.group(1).startswith("\\")
+    newline = text.rfind("\\n" if escaped else "\n", max(0, key - 256), key)  # a bounded look back
+    line = newline + (2 if escaped else 1) if newline >= 0 else (0 if key <= 256 else key)
+    lines = _ESCAPED_LINE if escaped else _LINE
+    indent = line
+    while indent < key and text[indent] in " \t":
+        indent += 1
+    indent -= line
+    pos, start, end = head.end(), -1, -1
+    while pos < len(text):
+        lm = lines.match(text, pos)
+        assert lm is not None  # the line pattern matches the empty string
+        if lm.end() == pos:  # a lone \r or the end
+            break
+        if lm.group(2):
+            if len(lm.group(1)) <= indent:
+                break
+            start, end = (lm.start(2) if start < 0 else start), lm.end(2)
+        pos = lm.end()
+    return (start, end, end) if start >= 0 else None
+
+
+def _cookies(text: str, start: int, end: int, spans: list[Span], first: bool = False) -> None:
+    """The values of the ``name=value`` pairs of a cookie header (only the first: ``Set-Cookie``,
+    whose other pairs are attributes); the whole value when it has no pair."""
+    at, found = start, False
+    for part in text[start:end].split(";"):
+        eq = part.find("=")
+        if eq >= 0:
+            spans.append((at + eq + 1, at + len(part.rstrip())))
+            found = True
+        at += len(part) + 1
+        if first:
+            break
+    if not found:
+        spans.append((start, end))
+
+
 def _named(text: str, spans: list[Span]) -> None:
-    """Values of secret-named assignments (``KEY=V``, ``"key": V``), flags (``--password V``)
-    and ``Authorization`` headers.  Reading resumes after each value: linear."""
+    """Values of secret-named assignments (``KEY=V``, ``"key": V``, ``'key' => V``, ``key := V``),
+    flags (``--password V``), XML elements (``<password>V</password>``), YAML block scalars,
+    ``Authorization`` and cookie headers.  Reading resumes after each value: linear."""
     pos, size = 0, len(text)
     while True:
         m = _NAME.search(text, pos)
         if m is None:
             return
-        header = m.group(1) is not None
+        header = m.lastgroup is not None
         pos = m.end()
         tail = _KEY_TAIL.match(text, pos)
-        if tail is None and not header:
+        if tail is None:
+            if text.startswith(">", pos) and _in_tag(text, m.start()):
+                element = _XML_TEXT.match(text, pos + 1)
+                assert element is not None  # matches the empty string
+                spans.append((pos + 1, element.end()))
+                pos = max(pos, element.end())
+                continue
+            start = m.start()  # a flag's name follows "-" or another flag character
+            if start == 0 or text[start - 1] not in _FLAG_CHAR:
+                continue
             tail = _FLAG_TAIL.match(text, pos)
-            if tail is not None and not _is_flag(text, m.start()):
+            if tail is not None and not _is_flag(text, start):
                 tail = None
+            header = False
         if tail is None or tail.end() >= size:
             continue
-        value = _value(text, tail.end(), header)
+        value = _block_scalar(text, tail.end(), m.start()) if text[tail.end()] in "|>" else None
+        if value is None:
+            value = _value(text, tail.end(), header)
         if value is None:
             continue
         start, end, pos = value
+        if header and m.lastgroup != "auth":
+            _cookies(text, start, end, spans, first=m.lastgroup == "set")
+            continue
         if header:
             start = _header_scheme(text, start, end)
         spans.append((start, end))
 
 
+def _after(pattern: re.Pattern[str], text: str, spans: list[Span], cookie: bool = False) -> None:
+    """The value after each match of ``pattern`` (``IDENTIFIED BY 'V'``, ``-u user:V``, netrc's
+    ``password V``); with ``cookie``, only the cookie values of one holding ``=`` (curl's
+    ``-b 'sid=V'``).  Reading resumes after each value: linear."""
+    pos = 0
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return
+        pos = m.end()
+        value = _value(text, pos)
+        if value is None:
+            continue
+        start, end, resume = value
+        pos = max(pos, resume)
+        if not cookie:
+            spans.append((start, end))
+        elif "=" in text[start:end]:
+            _cookies(text, start, end, spans)
+
+
+def _password_commands(text: str, spans: list[Span]) -> None:
+    """``-p V`` (a blank after ``-p``) in commands where ``-p`` is a password: ``docker login``,
+    ``podman login``, ``sshpass``, ``mysql``/``mariadb`` (not ``ssh -p 22``, ``mkdir -p``): the
+    first one up to the end of the command (``;``, ``&``, ``|``, a line end).  Each command is
+    read once."""
+    pos = 0
+    while True:
+        m = _PW_COMMAND.search(text, pos)
+        if m is None:
+            return
+        command_end = _COMMAND_REST.match(text, m.end()).end()  # type: ignore[union-attr]
+        pos = max(m.end(), command_end)
+        flag = _SPACED_P.search(text, m.end(), command_end)
+        if flag is not None:
+            value = _value(text, flag.end())
+            if value is not None:
+                spans.append(value[:2])
+                pos = max(pos, value[2])
+
+
 def _short_password(text: str, spans: list[Span]) -> None:
-    """mysql's ``-pVALUE`` (at least 3 characters unquoted: ``perl -pe`` is not a password)."""
-    for m in _SHORT_P.finditer(text):  # only a quote or 3+ value characters match: few calls
+    """mysql's ``-pVALUE`` (at least 3 characters unquoted: ``perl -pe`` is not a password):
+    plain and quoted values in one pass; bracketed ones, and those behind an escaped quote, read
+    by :func:`_value`, resuming after what was read."""
+    spans += [m.span(m.lastindex or 0) for m in _SHORT_P.finditer(text)]
+    pos = 0
+    while True:
+        m = _SHORT_P_OTHER.search(text, pos)
+        if m is None:
+            return
+        pos = m.end()
         value = _value(text, m.start() + 2)
         if value is not None:
             spans.append(value[:2])
+            pos = max(pos, value[2])  # resume after what was read (an unclosed bracket: the end)
 
 
 def _url_credentials(text: str, spans: list[Span]) -> None:
@@ -314,6 +488,39 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
+    spans = _collect(text)
+    if "\\u00" in text:  # JSON escapes of word characters: a key such as \u0070assword, read decoded
+        decoded, starts, chars = _unescaped(text)
+        if starts:
+            named: list[Span] = []
+            _named(decoded, named)
+            spans += [(_original(starts, chars, s), _original(starts, chars, e)) for s, e in named]
+    return _merge(spans)
+
+
+def _unescaped(text: str) -> tuple[str, list[int], list[int]]:
+    """``text`` with each JSON escape of a letter, digit, ``_`` or ``-`` (``\\u0070``, six code
+    points) decoded, the positions of those escapes in ``text`` and of their characters in the
+    decoded text (to map positions back: :func:`_original`).  One pass."""
+    starts = [m.start() for m in _WORD_ESCAPE.finditer(text)]
+    decoded = _WORD_ESCAPE.sub(_escaped_char, text) if starts else text
+    return decoded, starts, [start - 5 * k for k, start in enumerate(starts)]
+
+
+def _escaped_char(m: re.Match[str]) -> str:
+    return chr(int(m.group(1), 16))
+
+
+def _original(starts: list[int], chars: list[int], position: int) -> int:
+    """The position in the original text of ``position`` in the decoded one (:func:`_unescaped`)."""
+    k = bisect.bisect_right(chars, position) - 1
+    if k < 0:
+        return position
+    return starts[k] if position == chars[k] else starts[k] + 5 + position - chars[k]
+
+
+def _collect(text: str) -> list[Span]:
+    """The spans of every rule over ``text``, unsorted and unmerged."""
     spans: list[Span] = []
     _pem(text, spans)
     for pattern in (_JWT, _PREFIXED_KEY, _HEX64):
@@ -322,7 +529,11 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     _url_credentials(text, spans)
     _named(text, spans)
     _short_password(text, spans)
-    return _merge(spans)
+    _password_commands(text, spans)
+    for pattern in (_USER, _NETRC, _SQL):
+        _after(pattern, text, spans)
+    _after(_CURL_B, text, spans, cookie=True)
+    return spans
 
 
 def _render(text: str, spans: list[Span], start: int = 0, stop: int | None = None) -> str:
@@ -442,26 +653,54 @@ def _pem_before(text: str, lo: int, hi: int) -> list[Span]:
 
 
 def _secret_key(key: object) -> bool:
-    """A mapping key naming a secret (``password``, ``db_password``, ``apiKey``, ``b"token"``)."""
+    """A mapping key naming a secret (``password``, ``db_password``, ``apiKey``, ``b"token"``,
+    ``Pass_Word``, ``API KEY``, ``Set-Cookie``; ``pass`` and ``auth`` as a whole word at the end:
+    ``DB_PASS``, ``_auth``, not ``bypass``)."""
     if isinstance(key, (bytes, bytearray)):
         key = bytes(key[-128:]).decode("utf-8", "replace")
     if not isinstance(key, str):
         return False
-    name = _NOT_ALNUM.sub("", key[-128:].lower())
-    return name.endswith(_SECRET_KEYS)
+    lower = key[-128:].lower()
+    return _NOT_ALNUM.sub("", lower).endswith(_SECRET_KEYS) or _SECRET_WORD_END.search(lower) is not None
+
+
+_NAME_FIELDS = ("key", "name")
+_VALUE_FIELDS = ("value",)
+
+
+def _pair_value(members: list[tuple[Any, Any]]) -> Any:
+    """The key of the ``value`` member of a name/value pair that names a secret
+    (``{"name": "DB_PASSWORD", "value": ...}``, ``{"Key": "password", "Value": ...}``), else ``None``."""
+    if len(members) > 8:
+        return None
+    named = value_key = None
+    for key, member in members:
+        if isinstance(key, str):
+            lower = key.lower()
+            if lower in _NAME_FIELDS and _secret_key(member):
+                named = key
+            elif lower in _VALUE_FIELDS:
+                value_key = key
+    return value_key if named is not None else None
 
 
 def redact_value(value: Any) -> Any:
-    """A copy of a structured value (tool-call arguments) in which every mapping key that names
-    a secret (``password``, ``DB_PASSWORD``, ``apiKey``, ``client_secret``, ``Authorization``,
-    ``b"token"``...) holds ``"[REDACTED]"`` instead of whatever it held (a string, a number,
-    a list, a mapping), at any depth.  Mappings become ``dict``, lists and tuples ``list``;
-    other values are kept as they are (strings are not scanned: run :func:`redact_secrets`
-    over the serialised text too).  Shared and cyclic containers stay shared and cyclic.
-    Iterative: any depth.  Never raises for a value of any type.
+    """A copy of a structured value (tool-call arguments, a tool's result) in which every
+    mapping key that names a secret (``password``, ``DB_PASSWORD``, ``apiKey``,
+    ``client_secret``, ``Authorization``, ``credentials``, ``Set-Cookie``, ``b"token"``...) holds
+    ``"[REDACTED]"`` instead of whatever it held (a string, a number, a list, a mapping), at any
+    depth; so do name/value pairs naming a secret: the ``value`` of ``{"name": "DB_PASSWORD",
+    "value": ...}`` (or ``"key"``), and the second item of a two-item list or tuple whose first
+    item names one (``("Authorization", ...)``, ``["PASSWORD", ...]``: env lists, header
+    tuples).  Mappings become ``dict``, lists and tuples ``list``; other values are kept as
+    they are (strings are not scanned: run :func:`redact_secrets` over the serialised text
+    too).  Shared and cyclic containers stay shared and cyclic.  Iterative: any depth.  Never
+    raises for a value of any type.
 
-    >>> redact_value({"user": "bob", "auth": {"password": ["x"]}, b"token": 5})
-    {'user': 'bob', 'auth': {'password': '[REDACTED]'}, b'token': '[REDACTED]'}
+    >>> redact_value({"user": "bob", "login": {"password": ["x"]}, b"token": 5})
+    {'user': 'bob', 'login': {'password': '[REDACTED]'}, b'token': '[REDACTED]'}
+    >>> redact_value({"env": [["PASSWORD", "x"], ["HOME", "/root"]], "h": ("Authorization", "y")})
+    {'env': [['PASSWORD', '[REDACTED]'], ['HOME', '/root']], 'h': ['Authorization', '[REDACTED]']}
     """
     root: list[Any] = [None]
     copies: dict[int, Any] = {}
@@ -475,12 +714,18 @@ def redact_value(value: Any) -> Any:
         elif isinstance(item, Mapping):
             mapping: dict[Any, Any] = {}
             parent[slot] = copies[id(item)] = mapping
-            for key, member in list(item.items()):
+            members = list(item.items())
+            hidden = _pair_value(members)
+            for key, member in members:
                 mapping[key] = REDACTED
-                if not _secret_key(key):
+                if not _secret_key(key) and (hidden is None or key != hidden):
                     stack.append((member, mapping, key))
         else:
             sequence: list[Any] = [None] * len(item)
             parent[slot] = copies[id(item)] = sequence
+            pair = len(item) == 2 and isinstance(item[0], (str, bytes, bytearray)) and _secret_key(item[0])
             stack += [(member, sequence, index) for index, member in enumerate(item)]
+            if pair:
+                stack.pop()
+                sequence[1] = REDACTED
     return root[0]

@@ -34,7 +34,7 @@ from typing import Any
 
 from loopcore import TokenFinder, word_lines
 
-from .redact import redact_secrets, whole_words_head
+from .redact import redact_secrets, redact_value, whole_words_head
 
 __all__ = [
     "DEFAULT_VOLATILE_FIELDS",
@@ -492,12 +492,29 @@ def result_lines(result: Any) -> frozenset[str]:
     return word_lines(text, _MAX_LINES)  # one compiled pass (loopcore)
 
 
+_SECRET_WORD = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cookie|credential")
+
+
+def summary_text(result: Any, text: str | None = None) -> str:
+    """The text a summary of ``result`` is made from (``text``: its :func:`result_text`, when
+    already known): that text, except for a structured result whose text mentions a
+    secret-like name, which goes through :func:`~loopguard.redact.redact_value` before it is
+    serialised -- whatever a secret-named key (``credentials``, ``b"password"``...) or
+    name/value pair holds is hidden, also where the text rules cannot tell it from data."""
+    if text is None:
+        text = result_text(result)
+    if isinstance(result, (str, bytes, bytearray, memoryview)) or _SECRET_WORD.search(text) is None:
+        return text
+    return result_text(redact_value(result))
+
+
 def summarize_result(result: Any, *, max_lines: int = 3, max_chars: int = 240) -> str:
     """A short, redacted summary of a result for intervention texts (seed 001 I2):
     its first non-empty lines (at most ``max_lines``) joined with `` | ``,
     redacted, then cut to at most ``max_chars`` characters ending in ``…``
-    when anything was left out; ``(empty result)`` when there is nothing."""
-    text = result_text(result)
+    when anything was left out; ``(empty result)`` when there is nothing.  A structured result
+    goes through :func:`~loopguard.redact.redact_value` first (:func:`summary_text`)."""
+    text = summary_text(result)
     # redacted whole and line by line structure intact, before lines are picked and cut: a cut
     # secret would no longer look like one, and a header value ends at its line's end
     head = redact_secrets(whole_words_head(text, max_chars * 4 + 1024))

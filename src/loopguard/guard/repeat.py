@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import identity, messages
 from ..redact import whole_words_head
-from ..results import stable_text, summarize_result
+from ..results import stable_text, summarize_result, summary_text
 from ..terminal import shown_name
 from .context import call_key, parse_args
 from .decisions import Decision, deny, logger, notice
@@ -136,7 +136,8 @@ def after(c: Call) -> None:
     _chain(c, k)
     k.denied = False
     _no_effect(c, k)
-    k.head = whole_words_head(c.text, cfg.result_summary_chars * 2 + 256)  # no partial secret at the cut
+    # no partial secret at the cut; a structured result naming a secret: through redact_value
+    k.head = whole_words_head(summary_text(c.value, c.text), cfg.result_summary_chars * 2 + 256)
     k.error = c.failure or c.error
 
 
