@@ -206,7 +206,8 @@ def test_canaries_reach_no_record_metric_or_span_event(registry: Any, caplog: py
     lines = io.StringIO()
     configure_decision_log(lines, level=logging.DEBUG)
     exporter = InMemorySpanExporter()
-    provider = sdk_trace.TracerProvider()
+    # the SDK keeps 128 events per span by default: room for every canary's
+    provider = sdk_trace.TracerProvider(span_limits=sdk_trace.SpanLimits(max_events=10_000))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     enable_tracing()
     canaries = [text for _, text in TEXT_CANARIES] + [args for _, args in STRUCTURED_CANARIES]

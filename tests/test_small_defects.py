@@ -309,3 +309,17 @@ def test_truncated_archive_reports_the_line_it_broke_in(tmp_path: Path, kind: st
     with pytest.raises(InputError, match=r"\(after 0 bytes of decompressed data\)$") as info:
         read_log(tmp_path / "small.jsonl.zst")
     assert info.value.line == 1
+
+
+def test_an_empty_tool_name_is_named_as_the_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tool-call list entry or a chat tool call with ``""`` as its name: the error names the field
+    (it was ``cannot read this log (TypeError); please report it``)."""
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps([{"tool": "", "args": {"a": 1}, "result": "x"}] * 3), encoding="utf-8")
+    chat = tmp_path / "chat.jsonl"
+    call = {"id": "c1", "type": "function", "function": {"name": "", "arguments": "{}"}}
+    chat.write_text(json.dumps({"role": "assistant", "content": "", "tool_calls": [call]}) + "\n", encoding="utf-8")
+    assert main(["scan", str(calls), str(chat)]) == 2
+    err = capsys.readouterr().err
+    assert f"{calls}: entry 0: 'tool' must be a non-empty string" in err
+    assert f"{chat}:1: tool_calls[0].function.name must be a non-empty string" in err

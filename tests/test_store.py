@@ -298,3 +298,26 @@ def test_dispose_leaves_the_shared_sessions_to_the_other_replicas(server: RedisS
     assert store.client.keys(f"{prefix}*") == [store.key("b").encode()]
     guard.reset()
     assert store.client.keys(f"{prefix}*") == []
+
+
+def test_the_readme_replicas_example_runs(server: RedisServer, prefix: str) -> None:
+    """The README's two-replica block, run against the test server: two guards built the same way
+    (two replicas) deny the third identical call whichever one gets it."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Run it across gateway replicas", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert block is not None
+    code = block.group(1).replace("redis://redis.internal:6379/0", server.url).replace('"loopguard:"', repr(prefix))
+    replicas = [dict[str, object]() for _ in range(2)]
+    for scope in replicas:
+        exec(code, scope)  # each replica runs the block: its first call is this conversation's
+    first, second = (scope["decision"] for scope in replicas)
+    assert (first.action, second.action) == ("allow", "allow")  # type: ignore[attr-defined]
+    guard = replicas[0]["guard"]
+    guard.after_call("conversation-42", "grep", {"pattern": "TODO", "path": "src"}, "x.py:1: TODO")  # type: ignore[attr-defined]
+    other = replicas[1]["guard"]
+    other.after_call("conversation-42", "grep", {"pattern": "TODO", "path": "src"}, "x.py:1: TODO")  # type: ignore[attr-defined]
+    third = guard.before_call("conversation-42", "grep", {"pattern": "TODO", "path": "src"})  # type: ignore[attr-defined]
+    assert (third.action, third.rule) == ("deny", "repeat")

@@ -75,8 +75,8 @@ def reasoning_parts(value: Any, *, path: str, line: int | None) -> str:
     return "".join(out)
 
 
-def require_str(value: Any, *, what: str, path: str, line: int | None) -> str:
-    """``value`` when it is a string.
+def require_str(value: Any, *, what: str, path: str, line: int | None, nonempty: bool = False) -> str:
+    """``value`` when it is a string (``nonempty``: and not ``""``, as a tool name).
 
     Raises
     ------
@@ -85,4 +85,6 @@ def require_str(value: Any, *, what: str, path: str, line: int | None) -> str:
     """
     if not isinstance(value, str):
         raise InputError(f"{what} must be a string, not {type(value).__name__}", path=path, line=line)
+    if nonempty and not value:
+        raise InputError(f"{what} must be a non-empty string", path=path, line=line)
     return value

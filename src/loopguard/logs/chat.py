@@ -155,12 +155,14 @@ def _assistant(record: dict[str, Any], where: dict[str, Any], path: str, line: i
         if not isinstance(call, dict):
             raise InputError(f"tool_calls[{j}] must be an object", path=path, line=line)
         function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
-        name = require_str(function.get("name"), what=f"tool_calls[{j}].function.name", path=path, line=line)
+        name = require_str(
+            function.get("name"), what=f"tool_calls[{j}].function.name", path=path, line=line, nonempty=True
+        )
         args = function.get("arguments", function.get("args"))
         builder.calls.append(_Pending(name, args, {**where, "call": j}, call.get("id")))
     legacy = record.get("function_call")
     if isinstance(legacy, dict):
-        name = require_str(legacy.get("name"), what="function_call.name", path=path, line=line)
+        name = require_str(legacy.get("name"), what="function_call.name", path=path, line=line, nonempty=True)
         where_call = {**where, "call": len(builder.calls)}
         builder.calls.append(_Pending(name, legacy.get("arguments"), where_call, None, legacy=True))
     return builder

@@ -40,7 +40,7 @@ def read_tool_calls(doc: list[Any], path: str) -> list[Conversation]:
     for index, entry in enumerate(doc):
         if not isinstance(entry, dict):
             raise InputError(f"entry {index} of the tool-call list is not an object", path=path)
-        name = require_str(entry.get("tool"), what=f"entry {index}: 'tool'", path=path, line=None)
+        name = require_str(entry.get("tool"), what=f"entry {index}: 'tool'", path=path, line=None, nonempty=True)
         result = entry.get("result")
         calls.append(ToolCall(name, entry.get("args"), result, bool(entry.get("error", False)), {"call": index}))
     return [Conversation({}, [Message(0, {}, tool_calls=calls)])]
