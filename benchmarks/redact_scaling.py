@@ -39,6 +39,14 @@ SHAPES = {
     "a@": "a@",
     " -pa": " -pa",
     "hex": "0",
+    # the red-team review's shapes (an unclosed bracket after -p; eyJ after -)
+    " -p[ab": " -p[ab",
+    " -p(ab": " -p(ab",
+    "eyJ-": "eyJ-",
+    "curl -u a:": "curl -u a:",
+    "Cookie: a=": "Cookie: a=",
+    "'password' => '": "'password' => '",
+    "<password>": "<password>",
 }
 
 
