@@ -236,6 +236,25 @@ def test_bad_store_arguments() -> None:
         RedisStore("redis://127.0.0.1:1/0", prefix="")
     with pytest.raises(ValueError, match="keys must be an int >= 1, got 0"):
         codec.Limits(keys=0)
+    with pytest.raises(TypeError, match="url must be a str, not int"):
+        RedisStore(123)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"url must start with redis://, rediss:// or unix:// \(a Redis URL\)$"):
+        RedisStore("http://user:CnyUrlPw@host")  # the URL (a password) is not repeated
+
+
+def test_redis_store_without_the_redis_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_redis(name: str, *args: object, **kwargs: object) -> object:
+        if name == "redis" or name.startswith("redis."):
+            raise ImportError("No module named 'redis'")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_redis)
+    with pytest.raises(ImportError, match=r'^RedisStore needs the redis package: pip install "loopguard\[redis\]"$'):
+        RedisStore("redis://127.0.0.1:1/0")
 
 
 def test_loop_brake_shares_its_streak_through_redis(server: RedisServer, prefix: str) -> None:

@@ -77,6 +77,17 @@ class MemoryStore:
         return "MemoryStore()"
 
 
+_URL_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _check_url(url: Any) -> None:
+    """A Redis URL (never echoed: it may carry a password)."""
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, not {type(url).__name__}")
+    if not url.startswith(_URL_SCHEMES):
+        raise ValueError("url must start with redis://, rediss:// or unix:// (a Redis URL)")
+
+
 class RedisStore:
     """Session state in Redis, shared by every replica that points at the same server and prefix.
 
@@ -113,10 +124,13 @@ class RedisStore:
     Raises
     ------
     ImportError
-        when the ``redis`` package is not installed.
+        when the ``redis`` package is not installed (naming the extra to install).
+    TypeError
+        for a ``url`` that is not a ``str``.
     ValueError
-        for an empty ``prefix`` or a ``ttl``, ``socket_timeout``, ``retry_interval`` or
-        ``warn_interval`` that is not a positive number.
+        for a ``url`` that does not start with ``redis://``, ``rediss://`` or ``unix://`` (the
+        URL is not repeated: it may carry a password), an empty ``prefix``, or a ``ttl``,
+        ``socket_timeout``, ``retry_interval`` or ``warn_interval`` that is not a positive number.
     """
 
     shared = True
@@ -144,7 +158,12 @@ class RedisStore:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         if not isinstance(prefix, str) or not prefix:
             raise ValueError("prefix must be a non-empty str")
-        import redis  # the optional extra: loopguard[redis]
+        if client is None:
+            _check_url(url)
+        try:
+            import redis  # the optional extra: loopguard[redis]
+        except ImportError:
+            raise ImportError('RedisStore needs the redis package: pip install "loopguard[redis]"') from None
 
         self._errors_type: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self.client: Any = client or redis.Redis.from_url(
