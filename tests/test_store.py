@@ -321,3 +321,41 @@ def test_the_readme_replicas_example_runs(server: RedisServer, prefix: str) -> N
     other.after_call("conversation-42", "grep", {"pattern": "TODO", "path": "src"}, "x.py:1: TODO")  # type: ignore[attr-defined]
     third = guard.before_call("conversation-42", "grep", {"pattern": "TODO", "path": "src"})  # type: ignore[attr-defined]
     assert (third.action, third.rule) == ("deny", "repeat")
+
+
+def test_loop_brake_fails_closed_when_asked(tmp_path: Path, server: RedisServer, prefix: str) -> None:
+    import pickle
+
+    from loopguard import LoopBrake, LoopBrakeError, LoopBrakeStoreError
+
+    store = RedisStore(RedisServer(tmp_path).url)  # nothing listens there
+    brake = LoopBrake(3, store=store, on_store_error="closed")
+    with pytest.raises(LoopBrakeStoreError) as err:
+        brake.check("search", {"q": CANARY}, session_id="s")
+    e = err.value
+    assert isinstance(e, LoopBrakeError) and store.errors == 1 and brake.streak("s") == 0
+    assert (e.code, e.rule, e.tool_name, e.count, e.max_repeats, e.session_id) == (
+        "LOOP_BRAKE_STORE_UNAVAILABLE",
+        "store_unavailable",
+        "search",
+        0,
+        3,
+        "s",
+    )
+    assert str(e) == (
+        'loop brake: the shared state store (Redis) is unavailable, so tool "search" was denied before it ran '
+        f'(call {e.hash_prefix}…, on_store_error="closed"). Try the call again shortly.'
+    )
+    assert CANARY not in str(e) + repr(e) + repr(e.args) and len(e.hash_prefix) == 12
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is LoopBrakeStoreError and str(back) == str(e)
+    # closed only matters without the store: with Redis up the brake counts as before
+    up = LoopBrake(2, store=RedisStore(server.url, prefix=prefix), on_store_error="closed")
+    assert up.check("t", {"x": 1}, session_id="s") == 1
+    with pytest.raises(LoopBrakeError) as denied:
+        up.check("t", {"x": 1}, session_id="s")
+    assert type(denied.value) is LoopBrakeError and denied.value.count == 2
+    # and the in-memory brake accepts (and ignores) it
+    assert LoopBrake(2, on_store_error="closed").check("t", {}) == 1
+    with pytest.raises(ValueError, match="on_store_error must be 'open' or 'closed', not 'shut'"):
+        LoopBrake(store=store, on_store_error="shut")
