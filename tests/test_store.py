@@ -359,3 +359,54 @@ def test_loop_brake_fails_closed_when_asked(tmp_path: Path, server: RedisServer,
     assert LoopBrake(2, on_store_error="closed").check("t", {}) == 1
     with pytest.raises(ValueError, match="on_store_error must be 'open' or 'closed', not 'shut'"):
         LoopBrake(store=store, on_store_error="shut")
+
+
+def test_two_sessions_on_two_stores_count_rescues_together(server: RedisServer, prefix: str) -> None:
+    from loopguard import Session
+
+    stores = [RedisStore(server.url, prefix=prefix, ttl=600) for _ in range(2)]
+    a, b = (Session(f"conv-{CANARY}", store=st) for st in stores)
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (0, 0)
+    a.record_rescue(2)
+    b.record_rescue(2)  # the same conversation resumed on the other replica
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (2, 2)
+    a.record_rescue(2)
+    assert b.consecutive_rescues == 3 and b.retry_requests_left == 2
+    key = stores[0].key(f"conv-{CANARY}", "ss")
+    assert stores[0].client.hgetall(key) == {b"r": b"3"}  # one small field; the session id only hashed
+    assert key.startswith(prefix + "ss:") and CANARY not in key and 0 < stores[0].client.pttl(key) <= 600_000
+    b.record_completion()  # a normal completion on one replica resets the count for both
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (0, 0)
+    a.record_rescue(1)
+    b.start_turn()  # a new user message starts the budget again everywhere
+    assert a.consecutive_rescues == 0
+    a.record_rescue(1)
+    a.reset()
+    assert b.consecutive_rescues == 0
+
+    def work(s: Session) -> None:
+        for _ in range(50):
+            s.record_rescue(1)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (a, b)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (100, 100)  # HINCRBY: none lost
+    assert sum(st.errors for st in stores) == 0
+    with pytest.raises(ValueError, match="op must be 'get', 'incr' or 'zero', not 'add'"):
+        stores[0].counter("x", "r", "add")
+
+
+def test_rescues_stay_local_without_redis(tmp_path: Path) -> None:
+    from loopguard import Session
+
+    store = RedisStore(RedisServer(tmp_path).url, retry_interval=60)  # nothing listens there
+    s = Session("conv", store=store)
+    s.record_rescue(1)
+    s.record_rescue(1)
+    assert s.consecutive_rescues == 2  # this object's own count, no exception
+    s.record_completion()
+    assert s.consecutive_rescues == 0 and store.errors == 5  # incr, incr, get, zero, get
+    assert Session("mem").consecutive_rescues == 0

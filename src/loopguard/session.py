@@ -96,9 +96,10 @@ from .attempts import AttemptRecorder
 from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
+from .identity import session_key
 from .observe import events
 from .observe import log as obs_log
-from .store import MemoryStore, RedisStore
+from .store import MemoryStore, RedisStore, StoreUnavailable
 from .terminal import shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
 
@@ -462,7 +463,8 @@ class Session:
     store : MemoryStore | RedisStore | None
         Where the new guard keeps its per-session state (tool-guard, strikes and stall state;
         ``None``: this process; see :class:`~loopguard.ToolGuard`).  Only without ``guard``.
-        The session's own turn and rescue counts and its stream text stay in this object.
+        The session's rescues in a row go to the same store (:attr:`consecutive_rescues`); its
+        turn counts and its stream text stay in this object.
     on_store_error : ``"open"`` | ``"closed"``
         The new guard's decision without its shared store (default ``"open"``).
 
@@ -648,6 +650,7 @@ class Session:
         self._turn = _Turn(self._turn.number + 1)
         self._attempt.number = 0
         self._tally.rescues = self._tally.retry_left = 0  # a new user message: the rescue budget starts again
+        self._rescues("zero")
 
     def start_attempt(self) -> None:
         """A new model request (a step or a retry) of the current turn.
@@ -1036,8 +1039,23 @@ class Session:
 
     @property
     def consecutive_rescues(self) -> int:
-        """Rescues in a row (``max_consecutive_rescues`` counts these); a normal completion resets it."""
-        return self._tally.rescues
+        """Rescues in a row (``max_consecutive_rescues`` counts these); a normal completion resets it.
+
+        With a :class:`~loopguard.RedisStore` the count is the shared one (every replica of the
+        conversation counts into it); this object's own count when the store is unavailable."""
+        shared = self._rescues("get")
+        return self._tally.rescues if shared is None else shared
+
+    def _rescues(self, op: str) -> int | None:
+        """The rescue count in the guard's shared store after ``op`` (``"get"``, ``"incr"``,
+        ``"zero"``: :meth:`loopguard.RedisStore.counter`); ``None`` in memory or without the store."""
+        store = self._guard._remote
+        if store is None:
+            return None
+        try:
+            return store.counter(session_key(self._sid), "r", op)
+        except StoreUnavailable:
+            return None
 
     @property
     def retry_requests_left(self) -> int:
@@ -1049,10 +1067,15 @@ class Session:
         the next ``retry_requests`` requests use the retry settings (:meth:`take_retry`)."""
         self._tally.rescues += 1
         self._tally.retry_left = retry_requests
+        shared = self._rescues("incr")  # HINCRBY: two replicas rescuing at once count two
+        if shared is not None:
+            self._tally.rescues = shared
 
     def record_completion(self) -> None:
-        """A stream of this session completed normally: the rescues in a row start again at 0."""
+        """A stream of this session completed normally: the rescues in a row start again at 0
+        (in the shared store too)."""
         self._tally.rescues = 0
+        self._rescues("zero")
 
     def take_retry(self) -> bool:
         """Whether the next request uses the retry settings; counts it (one of
@@ -1320,6 +1343,7 @@ class Session:
         """
         self._alive()
         self._guard.reset(self._sid)
+        self._rescues("zero")
         self._forget()
         self._move(_IDLE)
 

@@ -12,7 +12,8 @@ session key>``, with fields ``f`` (the format version, :data:`loopguard.guard.co
 ``n`` (the compare-and-set version) and ``s`` (the state, :mod:`loopguard.guard.codec`: call
 keys, result hashes, 64-bit line hashes and counts; never an argument, a result's text or a
 session id), at most ``limits.max_bytes`` (32 KiB) per session, expiring ``ttl`` seconds after
-its last write.
+its last write.  A :class:`~loopguard.Session` keeps its rescues in a row in one more hash,
+``<prefix>ss:<same digest>``, field ``r`` (:meth:`RedisStore.counter`, ``HINCRBY``).
 
 Faults: a Redis error or a reply slower than ``socket_timeout`` makes the guard decide without
 the store (``on_store_error="open"``, the default, allows the call; ``"closed"`` denies it with
@@ -255,6 +256,39 @@ class RedisStore:
             )
             made = self._async = (loop, client, client.register_script(_CAS))
         return made[1], made[2]
+
+    def counter(self, session: str, name: str, op: str = "get", kind: str = "ss") -> int:
+        """A small integer field ``name`` of the session's hash ``<prefix><kind>:<digest>`` (kind
+        ``"ss"``: a :class:`~loopguard.Session`'s own counts, e.g. ``"r"``, its rescues in a row).
+
+        ``op``: ``"get"`` reads it (0 when absent), ``"incr"`` adds one atomically (``HINCRBY``:
+        two replicas counting at once count twice), ``"zero"`` sets it to 0.  A write renews the
+        hash's TTL (``ttl``).  Returns the value after the operation.
+
+        Raises
+        ------
+        StoreUnavailable
+            as :meth:`get`.
+        ValueError
+            for another ``op``.
+        """
+        if op not in ("get", "incr", "zero"):
+            raise ValueError(f"op must be 'get', 'incr' or 'zero', not {op!r}")
+        self._check()
+        key = self.key(session, kind)
+        try:
+            if op == "get":
+                return int(self.client.hget(key, name) or 0)
+            pipe = self.client.pipeline(transaction=True)
+            if op == "incr":
+                pipe.hincrby(key, name, 1)
+            else:
+                pipe.hset(key, name, 0)
+            pipe.pexpire(key, int(self.ttl * 1000))
+            value = pipe.execute()[0]
+        except self._errors_type as exc:
+            raise self._failed(exc, op) from None
+        return int(value) if op == "incr" else 0
 
     def delete(self, session: str | None = None, kind: str = "tg") -> None:
         """Forget one session's state, or every session's under this prefix (``None``), of one ``kind``.
