@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_data
 from loopguard import MemoryStore, RedisStore, ToolGuard
 from loopguard.guard import codec
 from loopguard.guard.state import SessionState, stable_hash
@@ -410,3 +411,20 @@ def test_rescues_stay_local_without_redis(tmp_path: Path) -> None:
     s.record_completion()
     assert s.consecutive_rescues == 0 and store.errors == 5  # incr, incr, get, zero, get
     assert Session("mem").consecutive_rescues == 0
+
+
+@shared_data
+def test_two_replicas_streaming_one_conversation_share_the_rescue_cap(server: RedisServer, prefix: str) -> None:
+    """The stream rescue cap (``max_consecutive_rescues``, 3) counts the rescues of both replicas:
+    the fourth looping stream in a row is cut without resume, though each replica saw two."""
+    from loopguard import Session
+    from test_stream import loop_chunks, normal_chunks, run
+
+    replicas = [Session("conv", store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    results = []
+    for i in range(4):
+        _, outcome = run(loop_chunks(), session=replicas[i % 2])
+        results.append((outcome.stopped, outcome.should_resume, outcome.cancelled, outcome.rescues))
+    assert results == [(True, True, False, 1), (True, True, False, 2), (True, True, False, 3), (True, False, True, 3)]
+    _, outcome = run(normal_chunks(), session=replicas[0])  # a normal completion on one replica
+    assert not outcome.stopped and replicas[1].consecutive_rescues == 0

@@ -210,12 +210,35 @@ def test_the_async_client_is_made_per_event_loop(server: RedisServer, prefix: st
         d = await guard.abefore_call("s", "grep", args)
         if d.allowed:
             await guard.aafter_call("s", "grep", args, "a.py:3: x")
-        clients.append(store._async)
+        clients.append(store._async[asyncio.get_running_loop()][0])
         await store.aclose()
         return d.action
 
     assert [asyncio.run(once()) for _ in range(3)] == ["allow", "allow", "deny"]  # three loops, one session
     assert len({id(c) for c in clients}) == 3 and store.errors == 0
+
+
+def test_event_loops_in_two_threads_share_one_store(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix)
+    guard = ToolGuard(store=store)
+    start = threading.Barrier(2)
+
+    async def work(t: int) -> None:
+        for i in range(40):
+            await guard.abefore_call("threads", "read_file", {"path": f"f{t}_{i}.py"})
+        await store.aclose()
+
+    def run(t: int) -> None:
+        start.wait()
+        asyncio.run(work(t))
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert guard.before_call("threads", "ls", {}).call_index == 80  # every request counted once
+    assert store.errors == 0 and len(store._async) == 0
 
 
 def test_async_loop_brake_shares_its_streak(server: RedisServer, prefix: str) -> None:

@@ -636,21 +636,27 @@ class Session:
         An open attempt is ended first (as :meth:`end_attempt`); an open turn
         is abandoned without an ``empty_turn`` judgement.  The guard's state (``repeat``
         counts, locks, strikes, replay mode) is kept: counts are not cleared by new user
-        messages.  The rescue count and retry requests start again.
+        messages.  The rescue count and retry requests start again (with a shared store, the
+        stored rescue count too; a turn opened implicitly by :meth:`start_attempt` resets this
+        object's counts only, so a replica resuming a conversation keeps the shared count).
 
         Raises
         ------
         RuntimeError
             after :meth:`dispose`.
         """
+        self._open_turn("start_turn")
+        self._rescues("zero")
+
+    def _open_turn(self, by: str) -> None:
+        """:meth:`start_turn` without the shared store (``by``: who opened it, for the log)."""
         self._alive()
         if self._state is _ATTEMPT or self._state is _STOPPED:
-            self._implicit_end("start_turn")
+            self._implicit_end(by)
         self._move(_TURN)
         self._turn = _Turn(self._turn.number + 1)
         self._attempt.number = 0
         self._tally.rescues = self._tally.retry_left = 0  # a new user message: the rescue budget starts again
-        self._rescues("zero")
 
     def start_attempt(self) -> None:
         """A new model request (a step or a retry) of the current turn.
@@ -668,7 +674,7 @@ class Session:
         if self._state is _ATTEMPT or self._state is _STOPPED:
             self._implicit_end("start_attempt")
         if self._state is _IDLE:
-            self.start_turn()
+            self._open_turn("start_attempt")  # the stored rescue count is kept (another replica's)
         self._move(_ATTEMPT)
         self._attempt = _Attempt(self._attempt.number + 1)
         self._guard.note_progress(self._sid)

@@ -41,6 +41,7 @@ import hashlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -155,8 +156,8 @@ class RedisStore:
         import redis  # the optional extra: loopguard[redis]
 
         self._url, self._timeout = url, float(socket_timeout)
-        # (event loop, redis.asyncio client, its compare-and-set script): made by _aclient
-        self._async: tuple[asyncio.AbstractEventLoop, Any, Any] | None = None
+        # event loop -> (its redis.asyncio client, the client's compare-and-set script): _aclient
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = weakref.WeakKeyDictionary()
 
         self._errors_type: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self.client: Any = client or redis.Redis.from_url(
@@ -237,25 +238,27 @@ class RedisStore:
         return bool(done)
 
     async def aclose(self) -> None:
-        """Close the ``redis.asyncio`` client (its connections), if one was made; the next async
-        call makes a new one.  Call it before the event loop ends (``asyncio.run``'s ``main``)."""
-        made, self._async = self._async, None
+        """Close the running event loop's ``redis.asyncio`` client (its connections), if one was
+        made; the next async call in that loop makes a new one.  Call it before the loop ends
+        (in ``asyncio.run``'s ``main``)."""
+        made = self._async.pop(asyncio.get_running_loop(), None)
         if made is not None:
-            await made[1].aclose()
+            await made[0].aclose()
 
     def _aclient(self) -> tuple[Any, Any]:
-        """The ``redis.asyncio`` client of the running event loop and its compare-and-set
-        script, made on first use in that loop (a client is bound to the loop it connected in)."""
+        """The ``redis.asyncio`` client of the running event loop and its compare-and-set script,
+        made on first use in that loop (a client belongs to the loop it connected in; loops in
+        several threads each get their own, forgotten with the loop)."""
         loop = asyncio.get_running_loop()
-        made = self._async
-        if made is None or made[0] is not loop:
+        made = self._async.get(loop)
+        if made is None:
             import redis.asyncio
 
             client = redis.asyncio.Redis.from_url(
                 self._url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout
             )
-            made = self._async = (loop, client, client.register_script(_CAS))
-        return made[1], made[2]
+            made = self._async[loop] = (client, client.register_script(_CAS))
+        return made
 
     def counter(self, session: str, name: str, op: str = "get", kind: str = "ss") -> int:
         """A small integer field ``name`` of the session's hash ``<prefix><kind>:<digest>`` (kind
