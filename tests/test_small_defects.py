@@ -23,6 +23,7 @@ from loopguard import (
     InvalidMaxRepeatsError,
     LoopBrake,
     LoopBrakeError,
+    LoopBrakeStoreError,
     LoopGuardCancelled,
     StreamOutcome,
     TextConfig,
@@ -195,6 +196,9 @@ def test_every_public_exception_round_trips_through_pickle_and_copy() -> None:
         InvalidMaxRepeatsError(0),
         InvalidMaxRepeatsError("3x", source=ENV_MAX_REPEATS),
         brake_info.value,
+        LoopBrakeStoreError(
+            tool_name="search", count=0, max_repeats=2, hash_prefix=brake_info.value.hash_prefix, session_id="s"
+        ),
         denied,
         cancelled,
         ToolLoopCancelled("circuit_breaker", "circuit_breaker", "stop now", "shell", result={"out": 1}),

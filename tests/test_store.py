@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_data
 from loopguard import MemoryStore, RedisStore, ToolGuard
 from loopguard.guard import codec
 from loopguard.guard.state import SessionState, stable_hash
@@ -340,3 +341,109 @@ def test_the_readme_replicas_example_runs(server: RedisServer, prefix: str) -> N
     other.after_call("conversation-42", "grep", {"pattern": "TODO", "path": "src"}, "x.py:1: TODO")  # type: ignore[attr-defined]
     third = guard.before_call("conversation-42", "grep", {"pattern": "TODO", "path": "src"})  # type: ignore[attr-defined]
     assert (third.action, third.rule) == ("deny", "repeat")
+
+
+def test_loop_brake_fails_closed_when_asked(tmp_path: Path, server: RedisServer, prefix: str) -> None:
+    import pickle
+
+    from loopguard import LoopBrake, LoopBrakeError, LoopBrakeStoreError
+
+    store = RedisStore(RedisServer(tmp_path).url)  # nothing listens there
+    brake = LoopBrake(3, store=store, on_store_error="closed")
+    with pytest.raises(LoopBrakeStoreError) as err:
+        brake.check("search", {"q": CANARY}, session_id="s")
+    e = err.value
+    assert isinstance(e, LoopBrakeError) and store.errors == 1 and brake.streak("s") == 0
+    assert (e.code, e.rule, e.tool_name, e.count, e.max_repeats, e.session_id) == (
+        "LOOP_BRAKE_STORE_UNAVAILABLE",
+        "store_unavailable",
+        "search",
+        0,
+        3,
+        "s",
+    )
+    assert str(e) == (
+        'loop brake: the shared state store (Redis) is unavailable, so tool "search" was denied before it ran '
+        f'(call {e.hash_prefix}…, on_store_error="closed"). Try the call again shortly.'
+    )
+    assert CANARY not in str(e) + repr(e) + repr(e.args) and len(e.hash_prefix) == 12
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is LoopBrakeStoreError and str(back) == str(e)
+    # closed only matters without the store: with Redis up the brake counts as before
+    up = LoopBrake(2, store=RedisStore(server.url, prefix=prefix), on_store_error="closed")
+    assert up.check("t", {"x": 1}, session_id="s") == 1
+    with pytest.raises(LoopBrakeError) as denied:
+        up.check("t", {"x": 1}, session_id="s")
+    assert type(denied.value) is LoopBrakeError and denied.value.count == 2
+    # and the in-memory brake accepts (and ignores) it
+    assert LoopBrake(2, on_store_error="closed").check("t", {}) == 1
+    with pytest.raises(ValueError, match="on_store_error must be 'open' or 'closed', not 'shut'"):
+        LoopBrake(store=store, on_store_error="shut")
+
+
+def test_two_sessions_on_two_stores_count_rescues_together(server: RedisServer, prefix: str) -> None:
+    from loopguard import Session
+
+    stores = [RedisStore(server.url, prefix=prefix, ttl=600) for _ in range(2)]
+    a, b = (Session(f"conv-{CANARY}", store=st) for st in stores)
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (0, 0)
+    a.record_rescue(2)
+    b.record_rescue(2)  # the same conversation resumed on the other replica
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (2, 2)
+    a.record_rescue(2)
+    assert b.consecutive_rescues == 3 and b.retry_requests_left == 2
+    key = stores[0].key(f"conv-{CANARY}", "ss")
+    assert stores[0].client.hgetall(key) == {b"r": b"3"}  # one small field; the session id only hashed
+    assert key.startswith(prefix + "ss:") and CANARY not in key and 0 < stores[0].client.pttl(key) <= 600_000
+    b.record_completion()  # a normal completion on one replica resets the count for both
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (0, 0)
+    a.record_rescue(1)
+    b.start_turn()  # a new user message starts the budget again everywhere
+    assert a.consecutive_rescues == 0
+    a.record_rescue(1)
+    a.reset()
+    assert b.consecutive_rescues == 0
+
+    def work(s: Session) -> None:
+        for _ in range(50):
+            s.record_rescue(1)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (a, b)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert (a.consecutive_rescues, b.consecutive_rescues) == (100, 100)  # HINCRBY: none lost
+    assert sum(st.errors for st in stores) == 0
+    with pytest.raises(ValueError, match="op must be 'get', 'incr' or 'zero', not 'add'"):
+        stores[0].counter("x", "r", "add")
+
+
+def test_rescues_stay_local_without_redis(tmp_path: Path) -> None:
+    from loopguard import Session
+
+    store = RedisStore(RedisServer(tmp_path).url, retry_interval=60)  # nothing listens there
+    s = Session("conv", store=store)
+    s.record_rescue(1)
+    s.record_rescue(1)
+    assert s.consecutive_rescues == 2  # this object's own count, no exception
+    s.record_completion()
+    assert s.consecutive_rescues == 0 and store.errors == 5  # incr, incr, get, zero, get
+    assert Session("mem").consecutive_rescues == 0
+
+
+@shared_data
+def test_two_replicas_streaming_one_conversation_share_the_rescue_cap(server: RedisServer, prefix: str) -> None:
+    """The stream rescue cap (``max_consecutive_rescues``, 3) counts the rescues of both replicas:
+    the fourth looping stream in a row is cut without resume, though each replica saw two."""
+    from loopguard import Session
+    from test_stream import loop_chunks, normal_chunks, run
+
+    replicas = [Session("conv", store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    results = []
+    for i in range(4):
+        _, outcome = run(loop_chunks(), session=replicas[i % 2])
+        results.append((outcome.stopped, outcome.should_resume, outcome.cancelled, outcome.rescues))
+    assert results == [(True, True, False, 1), (True, True, False, 2), (True, True, False, 3), (True, False, True, 3)]
+    _, outcome = run(normal_chunks(), session=replicas[0])  # a normal completion on one replica
+    assert not outcome.stopped and replicas[1].consecutive_rescues == 0

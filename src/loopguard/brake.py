@@ -46,6 +46,7 @@ from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from typing import Any, TypeVar, cast
 
 from .errors import ConfigError
+from .guard.shared import backoff
 from .guard.state import BoundedTable
 from .guard.streak import Streak
 from .guard.wrap import accepts_keyword, is_async, split_call
@@ -62,6 +63,7 @@ __all__ = [
     "InvalidMaxRepeatsError",
     "LoopBrake",
     "LoopBrakeError",
+    "LoopBrakeStoreError",
     "decorate_tool",
     "normalize_max_repeats",
     "resolve_max_repeats",
@@ -149,33 +151,102 @@ class LoopBrakeError(Exception):
         )
 
 
+class LoopBrakeStoreError(LoopBrakeError):
+    """The call was denied before it ran because the brake's shared store (Redis) could not be
+    used and the brake was made with ``on_store_error="closed"``.
+
+    A :class:`LoopBrakeError` (hosts that catch that one catch this one), with ``count`` 0 and the
+    message::
+
+        loop brake: the shared state store (Redis) is unavailable, so tool "search" was denied
+        before it ran (call 9f2c1a7b3e04…, on_store_error="closed"). Try the call again shortly.
+
+    Attributes are :class:`LoopBrakeError`'s, plus ``rule`` (always ``"store_unavailable"``);
+    ``code`` is ``"LOOP_BRAKE_STORE_UNAVAILABLE"``.  No argument is part of it.
+    """
+
+    code = "LOOP_BRAKE_STORE_UNAVAILABLE"
+    rule = "store_unavailable"
+
+    def __init__(self, *, tool_name: str, count: int, max_repeats: int, hash_prefix: str, session_id: str) -> None:
+        super().__init__(
+            tool_name=tool_name, count=count, max_repeats=max_repeats, hash_prefix=hash_prefix, session_id=session_id
+        )
+        Exception.__init__(
+            self,
+            f'loop brake: the shared state store (Redis) is unavailable, so tool "{shown_name(tool_name)}" was '
+            f'denied before it ran (call {self.hash_prefix}…, on_store_error="closed"). '
+            "Try the call again shortly.",
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_store_error,
+            (self.tool_name, self.count, self.max_repeats, self.hash_prefix, self.session_id),
+        )
+
+
+def _rebuild_store_error(
+    tool_name: str, count: int, max_repeats: int, hash_prefix: str, session_id: str
+) -> LoopBrakeStoreError:
+    return LoopBrakeStoreError(
+        tool_name=tool_name, count=count, max_repeats=max_repeats, hash_prefix=hash_prefix, session_id=session_id
+    )
+
+
+#: compare-and-set attempts of a shared count before it is taken as unavailable
+_TRIES = 32
+
+
 def _shared_check(
     store: RedisStore, key: str, digest: str, call_id: Hashable | None, limit: int
-) -> tuple[int, int, bool]:
+) -> tuple[int, int, bool] | None:
     """:meth:`LoopBrake.check`'s count against a shared store: (count, the count it was denied at
-    or 0, the call id was seen before); compare-and-set, again on a conflict; fail open."""
-    for _ in range(32):
+    or 0, the call id was seen before); compare-and-set, again on a conflict; ``None`` when the
+    store cannot be used."""
+    for _ in range(_TRIES):
         try:
             blob, version = store.get(key, "lb")
+            slot, result = _count(blob, digest, call_id, limit)
+            if slot is None or store.put(key, slot, version, "lb"):
+                return result
         except StoreUnavailable:
-            metrics.fail_open()  # the call is allowed: the store failed
-            return 1, 0, False
-        last, count, seen = _slot(blob)
-        if call_id is not None and seen.get(call_id, (None, 0))[0] == digest:
-            at = seen[call_id][1]
-            return (at or count), at, True
-        count = count + 1 if digest == last else 1
-        denied_at = count if count >= limit else 0
-        if isinstance(call_id, (str, int)) and not isinstance(call_id, bool):
-            seen[call_id] = (digest, denied_at)
-        ids = [[c, d, at] for c, (d, at) in list(seen.items())[-CALL_ID_MEMORY:]]
+            return None
+    return None
+
+
+async def _ashared_check(
+    store: RedisStore, key: str, digest: str, call_id: Hashable | None, limit: int
+) -> tuple[int, int, bool] | None:
+    """:func:`_shared_check` with the store's async twins (``redis.asyncio``)."""
+    for attempt in range(_TRIES):
+        if attempt:
+            await backoff(attempt)
         try:
-            if store.put(key, json.dumps([digest, count, ids]).encode(), version, "lb"):
-                return count, denied_at, False
+            blob, version = await store.aget(key, "lb")
+            slot, result = _count(blob, digest, call_id, limit)
+            if slot is None or await store.aput(key, slot, version, "lb"):
+                return result
         except StoreUnavailable:
-            metrics.fail_open()  # the call is allowed: the store failed
-            return 1, 0, False
-    return 1, 0, False
+            return None
+    return None
+
+
+def _count(
+    blob: bytes | None, digest: str, call_id: Hashable | None, limit: int
+) -> tuple[bytes | None, tuple[int, int, bool]]:
+    """One count on a stored slot: (the new slot to write or ``None`` for a call id seen before,
+    (count, the count it was denied at or 0, the call id was seen before))."""
+    last, count, seen = _slot(blob)
+    if call_id is not None and seen.get(call_id, (None, 0))[0] == digest:
+        at = seen[call_id][1]
+        return None, ((at or count), at, True)
+    count = count + 1 if digest == last else 1
+    denied_at = count if count >= limit else 0
+    if isinstance(call_id, (str, int)) and not isinstance(call_id, bool):
+        seen[call_id] = (digest, denied_at)
+    ids = [[c, d, at] for c, (d, at) in list(seen.items())[-CALL_ID_MEMORY:]]
+    return json.dumps([digest, count, ids]).encode(), (count, denied_at, False)
 
 
 def _slot(blob: bytes | None) -> tuple[str | None, int, dict[Any, tuple[str, int]]]:
@@ -360,6 +431,10 @@ class LoopBrake:
         call; the slot holds the call hash, the streak and the last 64 ``str``/``int`` call
         ids).  Without Redis (down, slow) the brake fails open: the call is allowed as the
         first of its streak, counted in ``store.errors``; no store exception is raised.
+    on_store_error : ``"open"`` | ``"closed"``, default ``"open"``
+        Without the shared store: ``"open"`` allows the call (above); ``"closed"`` denies it,
+        raising :class:`LoopBrakeStoreError` (a :class:`LoopBrakeError`, ``count`` 0), also
+        counted in ``store.errors``.  Ignored with the in-memory store.
 
     Raises
     ------
@@ -370,6 +445,8 @@ class LoopBrake:
         ``max_sessions`` is not an integer >= 1.
     TypeError
         ``store`` is not a store.
+    ValueError
+        ``on_store_error`` is not ``"open"`` or ``"closed"``.
 
     Notes
     -----
@@ -408,6 +485,7 @@ class LoopBrake:
         *,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         store: MemoryStore | RedisStore | None = None,
+        on_store_error: str = "open",
     ) -> None:
         # the key wins; only when it is missing (None) is LOOPGUARD_MAX_REPEATS read (spec §5.1)
         self.max_repeats: int = resolve_max_repeats(max_repeats)
@@ -418,7 +496,10 @@ class LoopBrake:
         self._lock = threading.Lock()
         if store is not None and not isinstance(store, (MemoryStore, RedisStore)):
             raise TypeError(f"store must be a MemoryStore or a RedisStore, not {type(store).__name__}")
+        if on_store_error not in ("open", "closed"):
+            raise ValueError(f"on_store_error must be 'open' or 'closed', not {on_store_error!r}")
         self._remote = store if isinstance(store, RedisStore) else None
+        self._closed = on_store_error == "closed"
 
     def __repr__(self) -> str:
         return f"LoopBrake(max_repeats={self.max_repeats}, max_sessions={self.max_sessions}, sessions={len(self)})"
@@ -465,6 +546,29 @@ class LoopBrake:
             ``call_id`` is not hashable (e.g. a list); raised before anything is
             counted.
         """
+        started, digest, key = self._start(tool, args, session_id, call_id)
+        limit = self.max_repeats
+        if self._remote is not None:
+            counted = _shared_check(self._remote, key, digest, call_id, limit)
+            count, denied_at, repeated = self._unshared(tool, key, digest) if counted is None else counted
+        else:
+            count, denied_at, repeated = self._local(key, digest, call_id)
+        return self._decided(tool, key, digest, count, denied_at, repeated, started)
+
+    async def acheck(self, tool: str, args: Any, *, session_id: Any = None, call_id: Hashable | None = None) -> int:
+        """:meth:`check` for async hosts: with a :class:`~loopguard.RedisStore` the slot is read and
+        written with ``redis.asyncio`` (the event loop is never blocked on Redis); with the
+        in-memory store it is :meth:`check`.  Same parameters, returns, fail-open or fail-closed
+        behaviour and errors."""
+        if self._remote is None:
+            return self.check(tool, args, session_id=session_id, call_id=call_id)
+        started, digest, key = self._start(tool, args, session_id, call_id)
+        counted = await _ashared_check(self._remote, key, digest, call_id, self.max_repeats)
+        count, denied_at, repeated = self._unshared(tool, key, digest) if counted is None else counted
+        return self._decided(tool, key, digest, count, denied_at, repeated, started)
+
+    def _start(self, tool: str, args: Any, session_id: Any, call_id: Hashable | None) -> tuple[float, str, str]:
+        """(start time, call hash, session key) of a call; raises as :meth:`check` before counting."""
         if call_id is not None:
             try:
                 hash(call_id)
@@ -473,27 +577,41 @@ class LoopBrake:
                     f"LoopBrake.check: call_id must be hashable (a str or int), not {type(call_id).__name__}"
                 ) from None
         started = time.perf_counter() if obs_log.ON else 0.0
-        digest = call_hash(tool, args)
-        key = session_key(session_id)
+        return started, call_hash(tool, args), session_key(session_id)
+
+    def _local(self, key: str, digest: str, call_id: Hashable | None) -> tuple[int, int, bool]:
+        """The count in this process: (count, the count it was denied at or 0, call id seen before)."""
         limit = self.max_repeats
-        if self._remote is not None:
-            count, denied_at, repeated = _shared_check(self._remote, key, digest, call_id, limit)
-        else:
-            with self._lock:
-                slot = self._sessions.use(key, _Slot)
-                seen = slot.call_ids
-                if call_id is not None and seen is not None and seen.get(call_id, (None, 0))[0] == digest:
-                    denied_at = seen[call_id][1]
-                    count = denied_at if denied_at else slot.count
-                    repeated = True
-                else:
-                    repeated = False
-                    count = slot.push(digest)
-                    denied_at = count if count >= limit else 0
-                    if call_id is not None:
-                        if seen is None:
-                            seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
-                        seen.add(call_id, (digest, denied_at))
+        with self._lock:
+            slot = self._sessions.use(key, _Slot)
+            seen = slot.call_ids
+            if call_id is not None and seen is not None and seen.get(call_id, (None, 0))[0] == digest:
+                denied_at = seen[call_id][1]
+                return (denied_at if denied_at else slot.count), denied_at, True
+            count = slot.push(digest)
+            denied_at = count if count >= limit else 0
+            if call_id is not None:
+                if seen is None:
+                    seen = slot.call_ids = BoundedTable(CALL_ID_MEMORY)
+                seen.add(call_id, (digest, denied_at))
+            return count, denied_at, False
+
+    def _unshared(self, tool: str, key: str, digest: str) -> tuple[int, int, bool]:
+        """Without the shared store: allow as the first of a streak (fail open), or raise
+        :class:`LoopBrakeStoreError` (``on_store_error="closed"``)."""
+        if not self._closed:
+            metrics.fail_open()  # the call is allowed: the store failed
+            return 1, 0, False
+        logger.info("loop brake denied tool %s: the shared state store is unavailable", shown_name(tool))
+        raise LoopBrakeStoreError(
+            tool_name=tool, count=0, max_repeats=self.max_repeats, hash_prefix=digest[:12], session_id=key
+        )
+
+    def _decided(
+        self, tool: str, key: str, digest: str, count: int, denied_at: int, repeated: bool, started: float
+    ) -> int:
+        """Record and log the count; raise :class:`LoopBrakeError` for a denied call, else return it."""
+        limit = self.max_repeats
         if not repeated and (denied_at or obs_log.EAGER):
             events.brake(key, tool, digest, count, limit, bool(denied_at), started)
         level = logging.INFO if denied_at else logging.DEBUG  # the decision record is the WARNING
@@ -621,7 +739,8 @@ def wrap_execute(fn: F, brake: LoopBrake, *, tool: str, session_id: Any = None) 
     if is_async(fn):
 
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            _before(args, kwargs)
+            sid, cid, payload = split_call(args, kwargs, session_id, passes)
+            await brake.acheck(tool, payload, session_id=sid, call_id=cid)  # redis.asyncio when shared
             return await fn(*args, **kwargs)
 
         wrapped: Callable[..., Any] = functools.wraps(fn)(async_wrapper)

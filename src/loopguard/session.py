@@ -96,9 +96,10 @@ from .attempts import AttemptRecorder
 from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
+from .identity import session_key
 from .observe import events
 from .observe import log as obs_log
-from .store import MemoryStore, RedisStore
+from .store import MemoryStore, RedisStore, StoreUnavailable
 from .terminal import shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
 
@@ -462,7 +463,8 @@ class Session:
     store : MemoryStore | RedisStore | None
         Where the new guard keeps its per-session state (tool-guard, strikes and stall state;
         ``None``: this process; see :class:`~loopguard.ToolGuard`).  Only without ``guard``.
-        The session's own turn and rescue counts and its stream text stay in this object.
+        The session's rescues in a row go to the same store (:attr:`consecutive_rescues`); its
+        turn counts and its stream text stay in this object.
     on_store_error : ``"open"`` | ``"closed"``
         The new guard's decision without its shared store (default ``"open"``).
 
@@ -634,16 +636,23 @@ class Session:
         An open attempt is ended first (as :meth:`end_attempt`); an open turn
         is abandoned without an ``empty_turn`` judgement.  The guard's state (``repeat``
         counts, locks, strikes, replay mode) is kept: counts are not cleared by new user
-        messages.  The rescue count and retry requests start again.
+        messages.  The rescue count and retry requests start again (with a shared store, the
+        stored rescue count too; a turn opened implicitly by :meth:`start_attempt` resets this
+        object's counts only, so a replica resuming a conversation keeps the shared count).
 
         Raises
         ------
         RuntimeError
             after :meth:`dispose`.
         """
+        self._open_turn("start_turn")
+        self._rescues("zero")
+
+    def _open_turn(self, by: str) -> None:
+        """:meth:`start_turn` without the shared store (``by``: who opened it, for the log)."""
         self._alive()
         if self._state is _ATTEMPT or self._state is _STOPPED:
-            self._implicit_end("start_turn")
+            self._implicit_end(by)
         self._move(_TURN)
         self._turn = _Turn(self._turn.number + 1)
         self._attempt.number = 0
@@ -665,7 +674,7 @@ class Session:
         if self._state is _ATTEMPT or self._state is _STOPPED:
             self._implicit_end("start_attempt")
         if self._state is _IDLE:
-            self.start_turn()
+            self._open_turn("start_attempt")  # the stored rescue count is kept (another replica's)
         self._move(_ATTEMPT)
         self._attempt = _Attempt(self._attempt.number + 1)
         self._guard.note_progress(self._sid)
@@ -1036,8 +1045,23 @@ class Session:
 
     @property
     def consecutive_rescues(self) -> int:
-        """Rescues in a row (``max_consecutive_rescues`` counts these); a normal completion resets it."""
-        return self._tally.rescues
+        """Rescues in a row (``max_consecutive_rescues`` counts these); a normal completion resets it.
+
+        With a :class:`~loopguard.RedisStore` the count is the shared one (every replica of the
+        conversation counts into it); this object's own count when the store is unavailable."""
+        shared = self._rescues("get")
+        return self._tally.rescues if shared is None else shared
+
+    def _rescues(self, op: str) -> int | None:
+        """The rescue count in the guard's shared store after ``op`` (``"get"``, ``"incr"``,
+        ``"zero"``: :meth:`loopguard.RedisStore.counter`); ``None`` in memory or without the store."""
+        store = self._guard._remote
+        if store is None:
+            return None
+        try:
+            return store.counter(session_key(self._sid), "r", op)
+        except StoreUnavailable:
+            return None
 
     @property
     def retry_requests_left(self) -> int:
@@ -1049,10 +1073,15 @@ class Session:
         the next ``retry_requests`` requests use the retry settings (:meth:`take_retry`)."""
         self._tally.rescues += 1
         self._tally.retry_left = retry_requests
+        shared = self._rescues("incr")  # HINCRBY: two replicas rescuing at once count two
+        if shared is not None:
+            self._tally.rescues = shared
 
     def record_completion(self) -> None:
-        """A stream of this session completed normally: the rescues in a row start again at 0."""
+        """A stream of this session completed normally: the rescues in a row start again at 0
+        (in the shared store too)."""
         self._tally.rescues = 0
+        self._rescues("zero")
 
     def take_retry(self) -> bool:
         """Whether the next request uses the retry settings; counts it (one of
@@ -1320,6 +1349,7 @@ class Session:
         """
         self._alive()
         self._guard.reset(self._sid)
+        self._rescues("zero")
         self._forget()
         self._move(_IDLE)
 

@@ -12,28 +12,36 @@ session key>``, with fields ``f`` (the format version, :data:`loopguard.guard.co
 ``n`` (the compare-and-set version) and ``s`` (the state, :mod:`loopguard.guard.codec`: call
 keys, result hashes, 64-bit line hashes and counts; never an argument, a result's text or a
 session id), at most ``limits.max_bytes`` (32 KiB) per session, expiring ``ttl`` seconds after
-its last write.
+its last write.  A :class:`~loopguard.Session` keeps its rescues in a row in one more hash,
+``<prefix>ss:<same digest>``, field ``r`` (:meth:`RedisStore.counter`, ``HINCRBY``).
 
 Faults: a Redis error or a reply slower than ``socket_timeout`` makes the guard decide without
 the store (``on_store_error="open"``, the default, allows the call; ``"closed"`` denies it with
-rule ``"store_unavailable"``); the host never sees a Redis exception.  Each such decision is
+rule ``"store_unavailable"``; a :class:`~loopguard.LoopBrake` raises
+:class:`~loopguard.LoopBrakeStoreError`); the host never sees a Redis exception.  Each such decision is
 counted in :attr:`RedisStore.errors`; a warning is logged on the ``loopguard.store`` logger at
 most once per ``warn_interval`` seconds; for ``retry_interval`` seconds after an error the store
 is not asked (decisions fail open at once), then it is tried again, so the guard recovers by
 itself when Redis is back.
 
-The store is synchronous (``redis.Redis``): the guard's async paths call it in the event loop's
-thread, so one decision may block the loop for up to ``socket_timeout`` x 3 (load, write, one
-retry); an async twin (``redis.asyncio``) is not built yet.  Timestamps (``strikes``, ``stall``)
+Sync and async: the sync methods (:meth:`RedisStore.get`, :meth:`RedisStore.put`) use a
+``redis.Redis`` client; their twins :meth:`RedisStore.aget` and :meth:`RedisStore.aput` use a
+``redis.asyncio`` client made lazily for the running event loop (one per store and loop), so the
+guard's async methods (:meth:`~loopguard.ToolGuard.abefore_call`,
+:meth:`~loopguard.ToolGuard.aafter_call`, :meth:`~loopguard.LoopBrake.acheck`, used by async
+:func:`~loopguard.wrap_tool` and :func:`~loopguard.wrap_execute` bodies) never block the loop on
+Redis.  Both share the error count, the retry interval and the warning interval.  Timestamps (``strikes``, ``stall``)
 are read from the guard's clock: give every replica the same one (``clock=time.time``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -109,7 +117,8 @@ class RedisStore:
     limits : Limits, optional
         How much of a session is kept (:class:`loopguard.guard.codec.Limits`: 32 KiB at most).
     client : redis.Redis, optional
-        A client to use instead of one made from ``url`` (its timeouts are then its own).
+        A client to use instead of one made from ``url`` (its timeouts are then its own) by the
+        sync methods; the async ones always use a ``redis.asyncio`` client made from ``url``.
     clock : callable, optional
         Seconds for the intervals (default ``time.monotonic``).
 
@@ -165,6 +174,10 @@ class RedisStore:
         except ImportError:
             raise ImportError('RedisStore needs the redis package: pip install "loopguard[redis]"') from None
 
+        self._url, self._timeout = url, float(socket_timeout)
+        # event loop -> (its redis.asyncio client, the client's compare-and-set script): _aclient
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+
         self._errors_type: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
         self.client: Any = client or redis.Redis.from_url(
             url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
@@ -200,9 +213,17 @@ class RedisStore:
             version, fmt, blob = self.client.hmget(self.key(session, kind), ["n", "f", "s"])
         except self._errors_type as exc:
             raise self._failed(exc, "get") from None
-        if fmt is None or int(fmt) != FORMAT:
-            blob = None
-        return blob, int(version or 0)
+        return _state(version, fmt, blob)
+
+    async def aget(self, session: str, kind: str = "tg") -> tuple[bytes | None, int]:
+        """:meth:`get` on the running event loop (``redis.asyncio``): same returns and errors."""
+        self._check()
+        client = self._aclient()[0]
+        try:
+            version, fmt, blob = await client.hmget(self.key(session, kind), ["n", "f", "s"])
+        except self._errors_type as exc:
+            raise self._failed(exc, "get") from None
+        return _state(version, fmt, blob)
 
     def put(self, session: str, blob: bytes, version: int, kind: str = "tg") -> bool:
         """Write the session's state if its version is still ``version``; False on a conflict.
@@ -217,10 +238,79 @@ class RedisStore:
             done = self._cas(keys=[self.key(session, kind)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
         except self._errors_type as exc:
             raise self._failed(exc, "put") from None
+        return self._written(done)
+
+    async def aput(self, session: str, blob: bytes, version: int, kind: str = "tg") -> bool:
+        """:meth:`put` on the running event loop (``redis.asyncio``): same returns and errors."""
+        self._check()
+        script = self._aclient()[1]
+        try:
+            done = await script(keys=[self.key(session, kind)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
+        except self._errors_type as exc:
+            raise self._failed(exc, "put") from None
+        return self._written(done)
+
+    def _written(self, done: Any) -> bool:
         if not done:
             with self._lock:
                 self.conflicts += 1
         return bool(done)
+
+    async def aclose(self) -> None:
+        """Close the running event loop's ``redis.asyncio`` client (its connections), if one was
+        made; the next async call in that loop makes a new one.  Call it before the loop ends
+        (in ``asyncio.run``'s ``main``)."""
+        made = self._async.pop(asyncio.get_running_loop(), None)
+        if made is not None:
+            await made[0].aclose()
+
+    def _aclient(self) -> tuple[Any, Any]:
+        """The ``redis.asyncio`` client of the running event loop and its compare-and-set script,
+        made on first use in that loop (a client belongs to the loop it connected in; loops in
+        several threads each get their own, forgotten with the loop)."""
+        loop = asyncio.get_running_loop()
+        made = self._async.get(loop)
+        if made is None:
+            import redis.asyncio
+
+            client = redis.asyncio.Redis.from_url(
+                self._url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout
+            )
+            made = self._async[loop] = (client, client.register_script(_CAS))
+        return made
+
+    def counter(self, session: str, name: str, op: str = "get", kind: str = "ss") -> int:
+        """A small integer field ``name`` of the session's hash ``<prefix><kind>:<digest>`` (kind
+        ``"ss"``: a :class:`~loopguard.Session`'s own counts, e.g. ``"r"``, its rescues in a row).
+
+        ``op``: ``"get"`` reads it (0 when absent), ``"incr"`` adds one atomically (``HINCRBY``:
+        two replicas counting at once count twice), ``"zero"`` sets it to 0.  A write renews the
+        hash's TTL (``ttl``).  Returns the value after the operation.
+
+        Raises
+        ------
+        StoreUnavailable
+            as :meth:`get`.
+        ValueError
+            for another ``op``.
+        """
+        if op not in ("get", "incr", "zero"):
+            raise ValueError(f"op must be 'get', 'incr' or 'zero', not {op!r}")
+        self._check()
+        key = self.key(session, kind)
+        try:
+            if op == "get":
+                return int(self.client.hget(key, name) or 0)
+            pipe = self.client.pipeline(transaction=True)
+            if op == "incr":
+                pipe.hincrby(key, name, 1)
+            else:
+                pipe.hset(key, name, 0)
+            pipe.pexpire(key, int(self.ttl * 1000))
+            value = pipe.execute()[0]
+        except self._errors_type as exc:
+            raise self._failed(exc, op) from None
+        return int(value) if op == "incr" else 0
 
     def delete(self, session: str | None = None, kind: str = "tg") -> None:
         """Forget one session's state, or every session's under this prefix (``None``), of one ``kind``.
@@ -265,3 +355,10 @@ class RedisStore:
                 "state store unavailable (%s); deciding without it (%d errors so far)", type(exc).__name__, count
             )
         return StoreUnavailable(type(exc).__name__)
+
+
+def _state(version: Any, fmt: Any, blob: Any) -> tuple[bytes | None, int]:
+    """A ``HMGET n f s`` reply as (state or ``None`` when absent or of another format, version)."""
+    if fmt is None or int(fmt) != FORMAT:
+        blob = None
+    return blob, int(version or 0)

@@ -227,6 +227,29 @@ class ToolGuard:
             events.tool_decision(session_id, decision, started)
         return decision
 
+    async def abefore_call(self, session_id: Any, tool: str, args: Any, *, call_id: Hashable | None = None) -> Decision:
+        """:meth:`before_call` for async hosts: with a :class:`~loopguard.RedisStore` the session is
+        loaded and written with ``redis.asyncio`` (the event loop is never blocked on Redis); with
+        the in-memory store it is :meth:`before_call`.  Same parameters, decision, fail-open or
+        fail-closed behaviour and errors."""
+        if self._remote is None:
+            return self.before_call(session_id, tool, args, call_id=call_id)
+        started = time.perf_counter() if obs_log.ON else 0.0
+        tool = _check_tool(tool)
+        _check_call_id(call_id)
+        parsed = parse_args(args)
+        key, facts = self._tools.identity(tool, parsed)
+        decision, again = await shared.aapply(
+            self._remote,
+            session_key(session_id),
+            self._fresh,
+            lambda s: self._before(s, tool, args, parsed, key, facts, call_id),
+            lambda: (shared.unavailable(tool, self._closed), False),
+        )
+        if not again and (decision.action != "allow" or obs_log.EAGER):
+            events.tool_decision(session_id, decision, started)
+        return decision
+
     def _before(
         self, s: SessionState, tool: str, args: Any, parsed: Any, key: str, facts: ShellFacts | None, call_id: Any
     ) -> tuple[Decision, bool]:
@@ -297,6 +320,38 @@ class ToolGuard:
         else:
             with self._lock:
                 out = self._after(self._session(session_id), tool, args, result, error, call_id)
+        if out or obs_log.ON:
+            events.tool_interventions(session_id, out, "tool_result", started)
+        return out
+
+    async def aafter_call(
+        self,
+        session_id: Any,
+        tool: str,
+        args: Any,
+        result: Any,
+        *,
+        error: bool = False,
+        call_id: Hashable | None = None,
+    ) -> list[Intervention]:
+        """:meth:`after_call` for async hosts (``redis.asyncio`` with a
+        :class:`~loopguard.RedisStore`, :meth:`after_call` itself otherwise).  Same parameters,
+        returns and errors; ``[]`` when the store is unavailable."""
+        if self._remote is None:
+            return self.after_call(session_id, tool, args, result, error=error, call_id=call_id)
+        started = time.perf_counter() if obs_log.ON else 0.0
+        tool = _check_tool(tool)
+        _check_call_id(call_id)
+        if not isinstance(error, bool):
+            raise TypeError(f"error must be a bool, not {type(error).__name__}")
+        none: list[Intervention] = []
+        out = await shared.aapply(
+            self._remote,
+            session_key(session_id),
+            self._fresh,
+            lambda s: self._after(s, tool, args, result, error, call_id),
+            lambda: none,
+        )
         if out or obs_log.ON:
             events.tool_interventions(session_id, out, "tool_result", started)
         return out

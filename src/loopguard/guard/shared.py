@@ -4,6 +4,8 @@ back with a compare-and-set on the session's version, again on a conflict; witho
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -16,7 +18,7 @@ from .state import SessionState, stable_hash
 if TYPE_CHECKING:
     from ..store import RedisStore
 
-__all__ = ["apply", "unavailable"]
+__all__ = ["aapply", "apply", "backoff", "unavailable"]
 
 T = TypeVar("T")
 
@@ -54,6 +56,44 @@ def apply(
             return fallback()
     logger.warning("state store: %d conflicting writes in a row; deciding without it", TRIES)
     return fallback()
+
+
+async def aapply(
+    store: RedisStore,
+    session: str,
+    make: Callable[[], SessionState],
+    fn: Callable[[SessionState], T],
+    fallback: Callable[[], T],
+    *,
+    write: bool = True,
+) -> T:
+    """:func:`apply` with the store's async twins (:meth:`RedisStore.aget`, :meth:`RedisStore.aput`):
+    the same loads, decisions, writes and fallbacks, awaited on the running event loop, with a
+    short random pause (:func:`backoff`) before each retry after a conflict."""
+    for attempt in range(TRIES):
+        if attempt:
+            await backoff(attempt)
+        try:
+            blob, version = await store.aget(session)
+        except StoreUnavailable:
+            return fallback()
+        s = make() if blob is None else _decode(blob, make)
+        result = fn(s)
+        if not write:
+            return result
+        try:
+            if await store.aput(session, codec.dump(s, store.limits), version):
+                return result
+        except StoreUnavailable:
+            return fallback()
+    logger.warning("state store: %d conflicting writes in a row; deciding without it", TRIES)
+    return fallback()
+
+
+async def backoff(attempt: int) -> None:
+    """A random pause after the ``attempt``-th conflict (up to ``attempt`` ms): two tasks of one
+    event loop in lockstep would otherwise conflict the same way on every try."""
+    await asyncio.sleep(random.random() * 0.001 * attempt)
 
 
 def _decode(blob: bytes, make: Callable[[], SessionState]) -> SessionState:

@@ -140,8 +140,12 @@ class _Guarded:
         return decision.reason
 
     def after(self, sid: Any, cid: Any, payload: Any, decision: Decision, result: Any, error: bool) -> Any:
+        notes = self.guard.after_call(sid, self.tool, payload, result, error=error, call_id=cid)
+        return self.delivered(decision, notes, result, error)
+
+    def delivered(self, decision: Decision, notes: list[Intervention], result: Any, error: bool) -> Any:
+        """The result with the interventions delivered; raises on a cancel."""
         tool = self.tool
-        notes = self.guard.after_call(sid, tool, payload, result, error=error, call_id=cid)
         if decision.action == "notice" and decision.reason:
             first = Intervention(
                 "notice",
@@ -202,15 +206,32 @@ class _Guarded:
         return functools.wraps(self.fn)(sync_wrapper)
 
     async def acall(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        sid, cid, payload, decision = self.before(args, kwargs)
+        """:meth:`call` for an async body: the guard's async twins (``redis.asyncio`` with a
+        shared store), the same decisions."""
+        sid, cid, payload = split_call(args, kwargs, self.session_id, self.passes)
+        decision = await self.guard.abefore_call(sid, self.tool, payload, call_id=cid)
+        if decision.action == "cancel":
+            raise ToolLoopCancelled(str(decision.kind), decision.rule, decision.reason, self.tool)
         if not decision.allowed:
             return self.denied(decision)
         try:
             result = await self.fn(*args, **kwargs)
         except Exception as exc:
-            self.failed(sid, cid, payload, decision, exc)
+            await self.afailed(sid, cid, payload, decision, exc)
             raise
-        return self.after(sid, cid, payload, decision, result, False)
+        notes = await self.guard.aafter_call(sid, self.tool, payload, result, error=False, call_id=cid)
+        return self.delivered(decision, notes, result, False)
+
+    async def afailed(self, sid: Any, cid: Any, payload: Any, decision: Decision, exc: BaseException) -> None:
+        """:meth:`failed` for an async body."""
+        text = f"{type(exc).__name__}: {exc}"
+        try:
+            notes = await self.guard.aafter_call(sid, self.tool, payload, text, error=True, call_id=cid)
+            self.delivered(decision, notes, text, True)
+        except Exception:
+            logger.info(
+                "guard signal after a failed %s call dropped: the tool's exception propagates", shown_name(self.tool)
+            )
 
 
 def wrap_tool(

@@ -1,0 +1,329 @@
+"""The state store's async twins (issue 18, "Sync and async"): ``ToolGuard.abefore_call`` /
+``aafter_call`` and ``LoopBrake.acheck`` with a :class:`RedisStore` use ``redis.asyncio`` against
+a real ``redis-server``: the same decisions as the sync and in-memory guards, no lost update
+between two tasks, fail open (or closed) without Redis, and the event loop is not blocked."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopguard import LoopBrake, LoopBrakeError, LoopBrakeStoreError, RedisStore, ToolGuard, wrap_execute, wrap_tool
+from redis_server import RedisServer, have_redis
+from store_workload import CANARY, Call, decide, session_calls
+
+if not have_redis():
+    if os.environ.get("LOOPGUARD_REQUIRE_REDIS"):
+        raise RuntimeError("LOOPGUARD_REQUIRE_REDIS is set but redis-server or the redis package is missing")
+    pytest.skip("needs redis-server and the redis package (pip install loopguard[redis])", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield srv
+    srv.kill()
+
+
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest) -> str:
+    return f"a{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:8]}:"
+
+
+async def adecide(guard: ToolGuard, session: str, index: int, call: Call) -> tuple[Any, ...]:
+    """:func:`store_workload.decide` through the async twins."""
+    tool, args, result, error = call
+    d = await guard.abefore_call(session, tool, args)
+    out: list[tuple[str, str, str]] = []
+    if d.allowed:
+        notes = await guard.aafter_call(session, tool, args, result, error=error)
+        out = [(x.action, x.kind, x.rule) for x in notes]
+    return (index, d.action, d.kind, d.rule, d.call_index, tuple(out))
+
+
+def test_async_decisions_equal_the_in_memory_and_sync_guards(server: RedisServer, prefix: str) -> None:
+    mem = ToolGuard()
+    stores = [RedisStore(server.url, prefix=prefix) for _ in range(2)]
+    replicas = [ToolGuard(store=st) for st in stores]
+    sync_replica = ToolGuard(store=RedisStore(server.url, prefix=prefix))
+    kinds: set[str] = set()
+
+    async def main() -> int:
+        compared = 0
+        for sid in range(30):
+            for i, call in enumerate(session_calls(sid)):
+                want = decide(mem, f"s{sid}", i, call)
+                if i % 3 == 2:  # every third call through a sync replica of the same sessions
+                    got = decide(sync_replica, f"s{sid}", i, call)
+                else:
+                    got = await adecide(replicas[i % 2], f"s{sid}", i, call)
+                assert got == want, (sid, i)
+                kinds.update([want[3]] + [x[1] for x in want[5]])
+                compared += 1
+        for st in stores:
+            await st.aclose()
+        return compared
+
+    assert asyncio.run(main()) == 30 * 50
+    assert {"repeat", "locked", "drift", "error_avoidance", "cycle", "circuit_breaker", "repeat_streak"} <= kinds
+    assert sum(st.errors for st in stores) == 0
+
+
+def test_in_memory_async_twins_are_the_sync_methods() -> None:
+    guard = ToolGuard()
+    args = {"pattern": "x", "path": "src"}
+
+    async def main() -> list[str]:
+        actions = []
+        for _ in range(3):
+            d = await guard.abefore_call("s", "grep", args)
+            actions.append(d.action)
+            if d.allowed:
+                kinds = [n.kind for n in await guard.aafter_call("s", "grep", args, "a.py:3: x")]
+                actions.append(",".join(kinds))
+        return actions
+
+    assert asyncio.run(main()) == ["allow", "", "allow", "repeat", "deny"]
+    assert len(guard) == 1 and guard._remote is None
+
+
+def test_two_async_tasks_on_one_session_lose_no_update(server: RedisServer, prefix: str) -> None:
+    stores = [RedisStore(server.url, prefix=prefix) for _ in range(2)]
+    guards = [ToolGuard(store=st) for st in stores]
+
+    async def work(g: ToolGuard, t: int) -> None:
+        for i in range(60):
+            await g.abefore_call("shared", "read_file", {"path": f"f{t}_{i}.py"})
+
+    async def main() -> int:
+        await asyncio.gather(work(guards[0], 0), work(guards[1], 1))
+        index = (await guards[0].abefore_call("shared", "ls", {"path": "."})).call_index
+        for st in stores:
+            await st.aclose()
+        return index
+
+    assert asyncio.run(main()) == 120  # 120 requests counted exactly once each
+    assert sum(st.conflicts for st in stores) > 0  # the tasks did interleave, and were retried
+    assert sum(st.errors for st in stores) == 0
+
+
+def test_async_redis_killed_fails_open_counted_and_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    srv = RedisServer(tmp_path).start()
+    store = RedisStore(srv.url, retry_interval=0.05, warn_interval=60, socket_timeout=0.25)
+    guard = ToolGuard(store=store)
+    args = {"pattern": "x", "path": "src"}
+    caplog.set_level(logging.WARNING, logger="loopguard.store")
+
+    async def main() -> tuple[str, list[str], list[str]]:
+        first = (await guard.abefore_call("s", "grep", args)).action
+        srv.kill()
+        during = []
+        for _ in range(5):  # the same call again and again: Redis is down, every one is allowed
+            during.append((await guard.abefore_call("s", "grep", args)).action)
+            assert await guard.aafter_call("s", "grep", args, "a.py:3: x") == []
+            await asyncio.sleep(0.06)
+        srv.start()  # back on the same port, empty
+        await asyncio.sleep(0.06)
+        after = []
+        for _ in range(3):
+            after.append((await guard.abefore_call("s2", "grep", args)).action)
+            if after[-1] == "allow":
+                await guard.aafter_call("s2", "grep", args, "a.py:3: x")
+        await store.aclose()
+        return first, during, after
+
+    try:
+        first, during, after = asyncio.run(main())
+    finally:
+        srv.kill()
+    assert first == "allow" and during == ["allow"] * 5
+    assert store.errors >= 5
+    warnings = [r for r in caplog.records if r.name == "loopguard.store"]
+    assert len(warnings) == 1 and "ConnectionError" in warnings[0].getMessage()
+    assert after == ["allow", "allow", "deny"]  # decisions resumed against the restarted server
+
+
+def test_async_without_redis_fails_closed_when_asked(tmp_path: Path) -> None:
+    store = RedisStore(RedisServer(tmp_path).url)  # nothing listens there
+    guard = ToolGuard(store=store, on_store_error="closed")
+
+    async def main() -> Any:
+        d = await guard.abefore_call("s", "grep", {"pattern": "x", "path": "src"})
+        notes = await guard.aafter_call("s", "grep", {"pattern": "x"}, "r")
+        await store.aclose()
+        return d, notes
+
+    d, notes = asyncio.run(main())
+    assert (d.action, d.kind, d.rule) == ("deny", "store_unavailable", "store_unavailable")
+    assert d.evidence == {"store": "unavailable"} and notes == []
+    assert store.errors == 2
+
+
+def test_a_slow_redis_does_not_block_the_event_loop(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix, socket_timeout=0.3)
+    guard = ToolGuard(store=store)
+    blocker = RedisStore(server.url, socket_timeout=5).client
+    t = threading.Thread(target=lambda: blocker.execute_command("DEBUG", "SLEEP", "0.6"))
+
+    async def main() -> tuple[str, int, float]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        tick = asyncio.create_task(ticker())
+        t.start()
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        action = (await guard.abefore_call("slow", "ls", {})).action
+        took = time.monotonic() - started
+        tick.cancel()
+        await store.aclose()
+        return action, ticks, took
+
+    action, ticks, took = asyncio.run(main())
+    t.join()
+    assert action == "allow" and store.errors == 1
+    assert took < 0.55  # the timeout, not the server's sleep
+    assert ticks >= 10  # the loop kept running while the guard waited for Redis
+
+
+def test_the_async_client_is_made_per_event_loop(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix)
+    guard = ToolGuard(store=store)
+    args = {"pattern": "x", "path": "src"}
+    clients = []
+
+    async def once() -> str:
+        d = await guard.abefore_call("s", "grep", args)
+        if d.allowed:
+            await guard.aafter_call("s", "grep", args, "a.py:3: x")
+        clients.append(store._async[asyncio.get_running_loop()][0])
+        await store.aclose()
+        return d.action
+
+    assert [asyncio.run(once()) for _ in range(3)] == ["allow", "allow", "deny"]  # three loops, one session
+    assert len({id(c) for c in clients}) == 3 and store.errors == 0
+
+
+def test_event_loops_in_two_threads_share_one_store(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix)
+    guard = ToolGuard(store=store)
+    start = threading.Barrier(2)
+
+    async def work(t: int) -> None:
+        for i in range(40):
+            await guard.abefore_call("threads", "read_file", {"path": f"f{t}_{i}.py"})
+        await store.aclose()
+
+    def run(t: int) -> None:
+        start.wait()
+        asyncio.run(work(t))
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert guard.before_call("threads", "ls", {}).call_index == 80  # every request counted once
+    assert store.errors == 0 and len(store._async) == 0
+
+
+def test_async_loop_brake_shares_its_streak(server: RedisServer, prefix: str) -> None:
+    stores = [RedisStore(server.url, prefix=prefix) for _ in range(2)]
+    a, b = LoopBrake(3, store=stores[0]), LoopBrake(3, store=stores[1])
+    args = {"q": CANARY}
+
+    async def main() -> tuple[list[int], int, int]:
+        counts = [
+            await a.acheck("search", args, session_id="s", call_id="c1"),
+            b.check("search", args, session_id="s", call_id="c2"),  # a sync replica in between
+            await a.acheck("search", args, session_id="s", call_id="c2"),  # the same call id: not counted again
+        ]
+        with pytest.raises(LoopBrakeError) as err:
+            await b.acheck("search", args, session_id="s", call_id="c3")
+        assert (err.value.count, err.value.max_repeats, type(err.value)) == (3, 3, LoopBrakeError)
+        with pytest.raises(LoopBrakeError):  # denied again by its call id on the other replica
+            await a.acheck("search", args, session_id="s", call_id="c3")
+        other = await a.acheck("search", {"q": "other"}, session_id="s")
+        for st in stores:
+            await st.aclose()
+        return counts, other, b.streak("s")
+
+    assert asyncio.run(main()) == ([1, 2, 2], 1, 1)
+    raw = stores[0].client.hgetall(stores[0].key("s", "lb"))
+    assert CANARY.encode() not in b"".join(raw.values())
+
+
+def test_async_loop_brake_without_redis_fails_open_or_closed(tmp_path: Path) -> None:
+    url = RedisServer(tmp_path).url  # nothing listens there
+    open_store, closed_store = RedisStore(url), RedisStore(url)
+    opened, closed = LoopBrake(2, store=open_store), LoopBrake(2, store=closed_store, on_store_error="closed")
+
+    async def main() -> tuple[list[int], LoopBrakeStoreError]:
+        counts = [await opened.acheck("t", {"x": 1}, session_id="s") for _ in range(3)]
+        with pytest.raises(LoopBrakeStoreError) as err:
+            await closed.acheck("t", {"x": CANARY}, session_id="s")
+        await open_store.aclose()
+        await closed_store.aclose()
+        return counts, err.value
+
+    counts, err = asyncio.run(main())
+    assert counts == [1, 1, 1] and open_store.errors == 3
+    assert closed_store.errors == 1 and err.count == 0 and err.rule == "store_unavailable"
+    assert CANARY not in str(err) and "shared state store (Redis) is unavailable" in str(err)
+
+
+def test_async_wrappers_use_the_async_store(server: RedisServer, prefix: str) -> None:
+    store = RedisStore(server.url, prefix=prefix)
+    guard = ToolGuard(store=store)
+    brake = LoopBrake(3, store=store)
+    ran: list[str] = []
+
+    async def grep(args: dict[str, str]) -> str:
+        ran.append("grep")
+        return "a.py:3: needle"
+
+    async def search(args: dict[str, str]) -> str:
+        ran.append("search")
+        return "1 hit"
+
+    guarded = wrap_tool(grep, guard, tool="grep", session_id="w")
+    braked = wrap_execute(search, brake, tool="search", session_id="w")
+    sync_calls = {"n": 0}
+    real_get = store.get
+
+    def counting_get(*a: Any, **k: Any) -> Any:
+        sync_calls["n"] += 1
+        return real_get(*a, **k)
+
+    store.get = counting_get  # type: ignore[method-assign]
+
+    async def main() -> tuple[list[str], list[int]]:
+        out = [await guarded({"pattern": "needle", "path": "."}) for _ in range(3)]
+        counts = []
+        for _ in range(3):
+            try:
+                counts.append(len(await braked({"q": "x"})))
+            except LoopBrakeError as exc:
+                counts.append(-exc.count)
+        await store.aclose()
+        return out, counts
+
+    out, counts = asyncio.run(main())
+    assert out[0] == "a.py:3: needle" and out[2].startswith("[loopguard] Duplicate tool call blocked")
+    assert counts == [5, 5, -3]
+    assert ran == ["grep", "grep", "search", "search"]
+    assert sync_calls["n"] == 0  # the async bodies never used the blocking client
