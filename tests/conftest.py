@@ -1,4 +1,5 @@
-"""Shared fixtures: the shared data folder, both loopcore implementations, hypothesis profiles.
+"""Shared fixtures: the shared data folder, both loopcore implementations, hypothesis profiles,
+a real ``redis-server`` and the state stores made against it.
 
 The shared data
 ---------------
@@ -12,10 +13,13 @@ error instead.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import os
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -44,6 +48,13 @@ _profile = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") els
 settings.load_profile(_profile)  # an unknown name raises here, on purpose
 
 IMPLEMENTATIONS = sorted(loopcore.implementations())
+
+#: The tests' Redis reply timeout (seconds) where a test is not about timeouts: the equality
+#: tests compare decisions made *with* the store, and a loaded CI machine can stall a reply past
+#: the product's default (0.25 s), which would fail open on purpose and make the test flaky.
+TEST_SOCKET_TIMEOUT = 10.0
+
+T = TypeVar("T")
 
 
 def shared_json(relative: str, default: Any) -> Any:
@@ -83,3 +94,63 @@ def impl(request: pytest.FixtureRequest) -> str:
 def pytest_report_header(config: pytest.Config) -> str:
     data = DATA if SHARED_AVAILABLE else f"{DATA} (absent: shared_data tests are skipped)"
     return f"loopcore: live={loopcore.IMPLEMENTATION}, available={IMPLEMENTATIONS}, data={data}"
+
+
+# ------------------------------------------------------------------ redis
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real ``redis-server`` for the session (tests keep apart by :func:`prefix`)."""
+    from redis_server import RedisServer
+
+    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield srv
+    srv.kill()
+
+
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest) -> str:
+    """A key prefix of this test's own (from its node id)."""
+    return f"t{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:8]}:"
+
+
+@pytest.fixture
+def make_store(redis_server: Any, prefix: str) -> Iterator[Callable[..., Any]]:
+    """``make_store(url=None, **options)``: a :class:`loopguard.RedisStore` on the test server
+    (or ``url``) with this test's prefix and :data:`TEST_SOCKET_TIMEOUT` unless given; their
+    sync clients are closed after the test (the async ones: :func:`arun`)."""
+    from loopguard import RedisStore
+
+    made: list[Any] = []
+
+    def make(url: str | None = None, **options: Any) -> Any:
+        options.setdefault("prefix", prefix)
+        options.setdefault("socket_timeout", TEST_SOCKET_TIMEOUT)
+        store = RedisStore(url or redis_server.url, **options)
+        made.append(store)
+        return store
+
+    make.made = made  # type: ignore[attr-defined]
+    yield make
+    for store in made:
+        store.client.close()
+
+
+@pytest.fixture
+def arun(make_store: Any) -> Callable[[Coroutine[Any, Any, Any]], Any]:
+    """``arun(main())``: ``asyncio.run`` that closes, in that loop and even when ``main`` raises,
+    the ``redis.asyncio`` client of every store :func:`make_store` made (an unclosed one is
+    reported later, in another test, as an unraisable ``ResourceWarning``)."""
+
+    def run(main: Coroutine[Any, Any, T]) -> T:
+        async def closing() -> T:
+            try:
+                return await main
+            finally:
+                for store in make_store.made:
+                    await store.aclose()
+
+        return asyncio.run(closing())
+
+    return run

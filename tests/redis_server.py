@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["RedisServer", "free_port", "have_redis"]
+__all__ = ["RedisServer", "free_port", "have_redis", "require_redis"]
 
 
 def have_redis() -> bool:
@@ -65,3 +65,17 @@ class RedisServer:
             self.proc.kill()
             self.proc.wait(10)
             self.proc = None
+
+
+def require_redis() -> None:
+    """Skip the calling test module without ``redis-server`` and the ``redis`` package, or raise
+    when ``LOOPGUARD_REQUIRE_REDIS`` is set (``.ci/run`` sets it: there the tests must run)."""
+    import os
+
+    import pytest
+
+    if have_redis():
+        return
+    if os.environ.get("LOOPGUARD_REQUIRE_REDIS"):
+        raise RuntimeError("LOOPGUARD_REQUIRE_REDIS is set but redis-server or the redis package is missing")
+    pytest.skip("needs redis-server and the redis package (pip install loopguard[redis])", allow_module_level=True)

@@ -26,6 +26,9 @@ from store_workload import decide, session_calls
 __all__ = ["Replicas", "in_memory", "percentile", "run_load"]
 
 THREADS = 16
+#: Redis reply timeout of the replicas: the decisions equal the in-memory guard only without
+#: faults, and 32 threads on a loaded 2-core CI machine can stall a reply past the default 0.25 s
+SOCKET_TIMEOUT = 5.0
 
 
 class _Count(logging.Handler):
@@ -40,7 +43,7 @@ class _Count(logging.Handler):
 def _replica(url: str, prefix: str, requests: Any, results: Any, calls: int, retry: float) -> None:
     """One replica: ``THREADS`` threads deciding the requests ``(session, index)``; an exception
     is reported as a result (it must never happen)."""
-    store = RedisStore(url, prefix=prefix, retry_interval=retry)
+    store = RedisStore(url, prefix=prefix, retry_interval=retry, socket_timeout=SOCKET_TIMEOUT)
     guard = ToolGuard(store=store)
     count = _Count()
     logging.getLogger("loopguard.store").addHandler(count)

@@ -7,38 +7,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 import time
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import shared_data
+from conftest import TEST_SOCKET_TIMEOUT, shared_data
 from loopguard import MemoryStore, RedisStore, ToolGuard
 from loopguard.guard import codec
 from loopguard.guard.state import SessionState, stable_hash
-from redis_server import RedisServer, have_redis
+from redis_server import RedisServer, require_redis
 from store_workload import CANARY, decide, session_calls
 
-if not have_redis():
-    if os.environ.get("LOOPGUARD_REQUIRE_REDIS"):
-        raise RuntimeError("LOOPGUARD_REQUIRE_REDIS is set but redis-server or the redis package is missing")
-    pytest.skip("needs redis-server and the redis package (pip install loopguard[redis])", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield srv
-    srv.kill()
-
-
-@pytest.fixture
-def prefix(request: pytest.FixtureRequest) -> str:
-    return f"t{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:8]}:"
+require_redis()
 
 
 def test_stable_hash_is_blake2b_of_the_utf8_text() -> None:
@@ -49,9 +33,9 @@ def test_stable_hash_is_blake2b_of_the_utf8_text() -> None:
     )
 
 
-def test_decisions_equal_the_in_memory_guard_across_two_replicas(server: RedisServer, prefix: str) -> None:
+def test_decisions_equal_the_in_memory_guard_across_two_replicas(make_store: Any) -> None:
     mem = ToolGuard()
-    replicas = [ToolGuard(store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    replicas = [ToolGuard(store=make_store()) for _ in range(2)]
     kinds: set[str] = set()
     for sid in range(40):
         for i, call in enumerate(session_calls(sid)):
@@ -75,8 +59,8 @@ def test_the_default_store_is_in_memory() -> None:
         assert len(guard) == 1
 
 
-def test_redis_holds_no_argument_result_or_session_id(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix, ttl=600)
+def test_redis_holds_no_argument_result_or_session_id(prefix: str, make_store: Any) -> None:
+    store = make_store(ttl=600)
     guard = ToolGuard(store=store)
     session = f"user-{CANARY}"
     for i, call in enumerate(session_calls(7)):
@@ -108,8 +92,8 @@ def _worst_session() -> SessionState:
     return s
 
 
-def test_worst_case_state_is_at_most_32_kib_in_redis(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix)
+def test_worst_case_state_is_at_most_32_kib_in_redis(make_store: Any) -> None:
+    store = make_store()
     s = _worst_session()
     assert len(s.keys) > 128 and len(s.seen) > 1024 and len(s.call_ids) == 256
     blob = codec.dump(s, store.limits)
@@ -153,8 +137,8 @@ def test_codec_refuses_another_format() -> None:
         codec.load(zlib.compress(b"[1, 5]"), 8)
 
 
-def test_two_replicas_at_once_lose_no_update(server: RedisServer, prefix: str) -> None:
-    stores = [RedisStore(server.url, prefix=prefix) for _ in range(4)]
+def test_two_replicas_at_once_lose_no_update(make_store: Any) -> None:
+    stores = [make_store() for _ in range(4)]
     guards = [ToolGuard(store=st) for st in stores]
     start = threading.Barrier(4)
 
@@ -212,10 +196,10 @@ def test_redis_down_fails_closed_when_asked(tmp_path: Path) -> None:
     assert guard.strikes("s") == 0 and guard.pending_tools("s") == 0 and guard.check_stall("s") is None
 
 
-def test_a_slow_redis_counts_as_down(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix, socket_timeout=0.05)
+def test_a_slow_redis_counts_as_down(make_store: Any) -> None:
+    store = make_store(socket_timeout=0.05)
     guard = ToolGuard(store=store)
-    blocker = RedisStore(server.url, socket_timeout=5).client
+    blocker = make_store().client
     t = threading.Thread(target=lambda: blocker.execute_command("DEBUG", "SLEEP", "0.5"))
     t.start()
     time.sleep(0.1)
@@ -258,11 +242,11 @@ def test_redis_store_without_the_redis_package_names_the_extra(monkeypatch: pyte
         RedisStore("redis://127.0.0.1:1/0")
 
 
-def test_loop_brake_shares_its_streak_through_redis(server: RedisServer, prefix: str) -> None:
+def test_loop_brake_shares_its_streak_through_redis(make_store: Any) -> None:
     from loopguard import LoopBrake, LoopBrakeError
 
-    store = RedisStore(server.url, prefix=prefix)
-    a, b = LoopBrake(3, store=store), LoopBrake(3, store=RedisStore(server.url, prefix=prefix))
+    store = make_store()
+    a, b = LoopBrake(3, store=store), LoopBrake(3, store=make_store())
     args = {"q": CANARY}
     assert a.check("search", args, session_id="s", call_id="c1") == 1
     assert b.check("search", args, session_id="s", call_id="c2") == 2
@@ -291,10 +275,10 @@ def test_loop_brake_fails_open_without_redis(tmp_path: Path) -> None:
         LoopBrake(store="redis://x")  # type: ignore[arg-type]
 
 
-def test_session_passes_its_store_to_its_guard(server: RedisServer, prefix: str) -> None:
+def test_session_passes_its_store_to_its_guard(make_store: Any) -> None:
     from loopguard import Session
 
-    replicas = [Session("conv", store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    replicas = [Session("conv", store=make_store()) for _ in range(2)]
     args = {"pattern": "x", "path": "src"}
     actions = []
     for i in range(3):
@@ -304,11 +288,11 @@ def test_session_passes_its_store_to_its_guard(server: RedisServer, prefix: str)
             s.tool_result("grep", args, "a.py:3: x")
     assert actions == ["allow", "allow", "deny"]
     with pytest.raises(ValueError, match="pass either guard or guard_config/clock/store, not both"):
-        Session("x", guard=ToolGuard(), store=RedisStore(server.url, prefix=prefix))
+        Session("x", guard=ToolGuard(), store=make_store())
 
 
-def test_dispose_leaves_the_shared_sessions_to_the_other_replicas(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix)
+def test_dispose_leaves_the_shared_sessions_to_the_other_replicas(prefix: str, make_store: Any) -> None:
+    store = make_store()
     guard = ToolGuard(store=store)
     guard.before_call("a", "ls", {})
     guard.before_call("b", "ls", {})
@@ -320,7 +304,7 @@ def test_dispose_leaves_the_shared_sessions_to_the_other_replicas(server: RedisS
     assert store.client.keys(f"{prefix}*") == []
 
 
-def test_the_readme_replicas_example_runs(server: RedisServer, prefix: str) -> None:
+def test_the_readme_replicas_example_runs(redis_server: RedisServer, prefix: str) -> None:
     """The README's two-replica block, run against the test server: two guards built the same way
     (two replicas) deny the third identical call whichever one gets it."""
     import re
@@ -329,7 +313,11 @@ def test_the_readme_replicas_example_runs(server: RedisServer, prefix: str) -> N
     section = readme.split("## Run it across gateway replicas", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, flags=re.S)
     assert block is not None
-    code = block.group(1).replace("redis://redis.internal:6379/0", server.url).replace('"loopguard:"', repr(prefix))
+    code = (
+        block.group(1).replace("redis://redis.internal:6379/0", redis_server.url).replace('"loopguard:"', repr(prefix))
+    )
+    code = code.replace("ttl=86_400)", f"ttl=86_400, socket_timeout={TEST_SOCKET_TIMEOUT})")  # not a test of timeouts
+    assert str(TEST_SOCKET_TIMEOUT) in code
     replicas = [dict[str, object]() for _ in range(2)]
     for scope in replicas:
         exec(code, scope)  # each replica runs the block: its first call is this conversation's
@@ -343,7 +331,7 @@ def test_the_readme_replicas_example_runs(server: RedisServer, prefix: str) -> N
     assert (third.action, third.rule) == ("deny", "repeat")
 
 
-def test_loop_brake_fails_closed_when_asked(tmp_path: Path, server: RedisServer, prefix: str) -> None:
+def test_loop_brake_fails_closed_when_asked(tmp_path: Path, make_store: Any) -> None:
     import pickle
 
     from loopguard import LoopBrake, LoopBrakeError, LoopBrakeStoreError
@@ -370,7 +358,7 @@ def test_loop_brake_fails_closed_when_asked(tmp_path: Path, server: RedisServer,
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is LoopBrakeStoreError and str(back) == str(e)
     # closed only matters without the store: with Redis up the brake counts as before
-    up = LoopBrake(2, store=RedisStore(server.url, prefix=prefix), on_store_error="closed")
+    up = LoopBrake(2, store=make_store(), on_store_error="closed")
     assert up.check("t", {"x": 1}, session_id="s") == 1
     with pytest.raises(LoopBrakeError) as denied:
         up.check("t", {"x": 1}, session_id="s")
@@ -381,10 +369,10 @@ def test_loop_brake_fails_closed_when_asked(tmp_path: Path, server: RedisServer,
         LoopBrake(store=store, on_store_error="shut")
 
 
-def test_two_sessions_on_two_stores_count_rescues_together(server: RedisServer, prefix: str) -> None:
+def test_two_sessions_on_two_stores_count_rescues_together(prefix: str, make_store: Any) -> None:
     from loopguard import Session
 
-    stores = [RedisStore(server.url, prefix=prefix, ttl=600) for _ in range(2)]
+    stores = [make_store(ttl=600) for _ in range(2)]
     a, b = (Session(f"conv-{CANARY}", store=st) for st in stores)
     assert (a.consecutive_rescues, b.consecutive_rescues) == (0, 0)
     a.record_rescue(2)
@@ -433,13 +421,13 @@ def test_rescues_stay_local_without_redis(tmp_path: Path) -> None:
 
 
 @shared_data
-def test_two_replicas_streaming_one_conversation_share_the_rescue_cap(server: RedisServer, prefix: str) -> None:
+def test_two_replicas_streaming_one_conversation_share_the_rescue_cap(make_store: Any) -> None:
     """The stream rescue cap (``max_consecutive_rescues``, 3) counts the rescues of both replicas:
     the fourth looping stream in a row is cut without resume, though each replica saw two."""
     from loopguard import Session
     from test_stream import loop_chunks, normal_chunks, run
 
-    replicas = [Session("conv", store=RedisStore(server.url, prefix=prefix)) for _ in range(2)]
+    replicas = [Session("conv", store=make_store()) for _ in range(2)]
     results = []
     for i in range(4):
         _, outcome = run(loop_chunks(), session=replicas[i % 2])

@@ -6,37 +6,19 @@ between two tasks, fail open (or closed) without Redis, and the event loop is no
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import os
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loopguard import LoopBrake, LoopBrakeError, LoopBrakeStoreError, RedisStore, ToolGuard, wrap_execute, wrap_tool
-from redis_server import RedisServer, have_redis
+from redis_server import RedisServer, require_redis
 from store_workload import CANARY, Call, decide, session_calls
 
-if not have_redis():
-    if os.environ.get("LOOPGUARD_REQUIRE_REDIS"):
-        raise RuntimeError("LOOPGUARD_REQUIRE_REDIS is set but redis-server or the redis package is missing")
-    pytest.skip("needs redis-server and the redis package (pip install loopguard[redis])", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield srv
-    srv.kill()
-
-
-@pytest.fixture
-def prefix(request: pytest.FixtureRequest) -> str:
-    return f"a{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:8]}:"
+require_redis()
 
 
 async def adecide(guard: ToolGuard, session: str, index: int, call: Call) -> tuple[Any, ...]:
@@ -50,11 +32,11 @@ async def adecide(guard: ToolGuard, session: str, index: int, call: Call) -> tup
     return (index, d.action, d.kind, d.rule, d.call_index, tuple(out))
 
 
-def test_async_decisions_equal_the_in_memory_and_sync_guards(server: RedisServer, prefix: str) -> None:
+def test_async_decisions_equal_the_in_memory_and_sync_guards(make_store: Any, arun: Any) -> None:
     mem = ToolGuard()
-    stores = [RedisStore(server.url, prefix=prefix) for _ in range(2)]
+    stores = [make_store() for _ in range(2)]
     replicas = [ToolGuard(store=st) for st in stores]
-    sync_replica = ToolGuard(store=RedisStore(server.url, prefix=prefix))
+    sync_replica = ToolGuard(store=make_store())
     kinds: set[str] = set()
 
     async def main() -> int:
@@ -69,11 +51,9 @@ def test_async_decisions_equal_the_in_memory_and_sync_guards(server: RedisServer
                 assert got == want, (sid, i)
                 kinds.update([want[3]] + [x[1] for x in want[5]])
                 compared += 1
-        for st in stores:
-            await st.aclose()
         return compared
 
-    assert asyncio.run(main()) == 30 * 50
+    assert arun(main()) == 30 * 50
     assert {"repeat", "locked", "drift", "error_avoidance", "cycle", "circuit_breaker", "repeat_streak"} <= kinds
     assert sum(st.errors for st in stores) == 0
 
@@ -96,8 +76,8 @@ def test_in_memory_async_twins_are_the_sync_methods() -> None:
     assert len(guard) == 1 and guard._remote is None
 
 
-def test_two_async_tasks_on_one_session_lose_no_update(server: RedisServer, prefix: str) -> None:
-    stores = [RedisStore(server.url, prefix=prefix) for _ in range(2)]
+def test_two_async_tasks_on_one_session_lose_no_update(make_store: Any, arun: Any) -> None:
+    stores = [make_store() for _ in range(2)]
     guards = [ToolGuard(store=st) for st in stores]
 
     async def work(g: ToolGuard, t: int) -> None:
@@ -107,11 +87,9 @@ def test_two_async_tasks_on_one_session_lose_no_update(server: RedisServer, pref
     async def main() -> int:
         await asyncio.gather(work(guards[0], 0), work(guards[1], 1))
         index = (await guards[0].abefore_call("shared", "ls", {"path": "."})).call_index
-        for st in stores:
-            await st.aclose()
         return index
 
-    assert asyncio.run(main()) == 120  # 120 requests counted exactly once each
+    assert arun(main()) == 120  # 120 requests counted exactly once each
     assert sum(st.conflicts for st in stores) > 0  # the tasks did interleave, and were retried
     assert sum(st.errors for st in stores) == 0
 
@@ -168,10 +146,10 @@ def test_async_without_redis_fails_closed_when_asked(tmp_path: Path) -> None:
     assert store.errors == 2
 
 
-def test_a_slow_redis_does_not_block_the_event_loop(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix, socket_timeout=0.3)
+def test_a_slow_redis_does_not_block_the_event_loop(make_store: Any, arun: Any) -> None:
+    store = make_store(socket_timeout=0.3)
     guard = ToolGuard(store=store)
-    blocker = RedisStore(server.url, socket_timeout=5).client
+    blocker = make_store().client
     t = threading.Thread(target=lambda: blocker.execute_command("DEBUG", "SLEEP", "0.6"))
 
     async def main() -> tuple[str, int, float]:
@@ -190,18 +168,17 @@ def test_a_slow_redis_does_not_block_the_event_loop(server: RedisServer, prefix:
         action = (await guard.abefore_call("slow", "ls", {})).action
         took = time.monotonic() - started
         tick.cancel()
-        await store.aclose()
         return action, ticks, took
 
-    action, ticks, took = asyncio.run(main())
+    action, ticks, took = arun(main())
     t.join()
     assert action == "allow" and store.errors == 1
     assert took < 0.55  # the timeout, not the server's sleep
     assert ticks >= 10  # the loop kept running while the guard waited for Redis
 
 
-def test_the_async_client_is_made_per_event_loop(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix)
+def test_the_async_client_is_made_per_event_loop(make_store: Any, arun: Any) -> None:
+    store = make_store()
     guard = ToolGuard(store=store)
     args = {"pattern": "x", "path": "src"}
     clients = []
@@ -218,8 +195,8 @@ def test_the_async_client_is_made_per_event_loop(server: RedisServer, prefix: st
     assert len({id(c) for c in clients}) == 3 and store.errors == 0
 
 
-def test_event_loops_in_two_threads_share_one_store(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix)
+def test_event_loops_in_two_threads_share_one_store(make_store: Any, arun: Any) -> None:
+    store = make_store()
     guard = ToolGuard(store=store)
     start = threading.Barrier(2)
 
@@ -241,8 +218,8 @@ def test_event_loops_in_two_threads_share_one_store(server: RedisServer, prefix:
     assert store.errors == 0 and len(store._async) == 0
 
 
-def test_async_loop_brake_shares_its_streak(server: RedisServer, prefix: str) -> None:
-    stores = [RedisStore(server.url, prefix=prefix) for _ in range(2)]
+def test_async_loop_brake_shares_its_streak(make_store: Any, arun: Any) -> None:
+    stores = [make_store() for _ in range(2)]
     a, b = LoopBrake(3, store=stores[0]), LoopBrake(3, store=stores[1])
     args = {"q": CANARY}
 
@@ -258,11 +235,9 @@ def test_async_loop_brake_shares_its_streak(server: RedisServer, prefix: str) ->
         with pytest.raises(LoopBrakeError):  # denied again by its call id on the other replica
             await a.acheck("search", args, session_id="s", call_id="c3")
         other = await a.acheck("search", {"q": "other"}, session_id="s")
-        for st in stores:
-            await st.aclose()
         return counts, other, b.streak("s")
 
-    assert asyncio.run(main()) == ([1, 2, 2], 1, 1)
+    assert arun(main()) == ([1, 2, 2], 1, 1)
     raw = stores[0].client.hgetall(stores[0].key("s", "lb"))
     assert CANARY.encode() not in b"".join(raw.values())
 
@@ -286,8 +261,8 @@ def test_async_loop_brake_without_redis_fails_open_or_closed(tmp_path: Path) -> 
     assert CANARY not in str(err) and "shared state store (Redis) is unavailable" in str(err)
 
 
-def test_async_wrappers_use_the_async_store(server: RedisServer, prefix: str) -> None:
-    store = RedisStore(server.url, prefix=prefix)
+def test_async_wrappers_use_the_async_store(make_store: Any, arun: Any) -> None:
+    store = make_store()
     guard = ToolGuard(store=store)
     brake = LoopBrake(3, store=store)
     ran: list[str] = []
@@ -319,10 +294,9 @@ def test_async_wrappers_use_the_async_store(server: RedisServer, prefix: str) ->
                 counts.append(len(await braked({"q": "x"})))
             except LoopBrakeError as exc:
                 counts.append(-exc.count)
-        await store.aclose()
         return out, counts
 
-    out, counts = asyncio.run(main())
+    out, counts = arun(main())
     assert out[0] == "a.py:3: needle" and out[2].startswith("[loopguard] Duplicate tool call blocked")
     assert counts == [5, 5, -3]
     assert ran == ["grep", "grep", "search", "search"]
