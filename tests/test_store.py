@@ -435,3 +435,18 @@ def test_two_replicas_streaming_one_conversation_share_the_rescue_cap(make_store
     assert results == [(True, True, False, 1), (True, True, False, 2), (True, True, False, 3), (True, False, True, 3)]
     _, outcome = run(normal_chunks(), session=replicas[0])  # a normal completion on one replica
     assert not outcome.stopped and replicas[1].consecutive_rescues == 0
+
+
+def test_the_default_clock_is_the_wall_clock_with_a_shared_store(make_store: Any) -> None:
+    """Timestamps in Redis (strikes, stall) are read by every replica: with a shared store the
+    default clock is ``time.time`` (monotonic clocks of two machines do not agree); in memory it
+    stays ``time.monotonic``; a given clock is kept."""
+    from loopguard import Session
+
+    store = make_store()
+    assert ToolGuard(store=store).clock is time.time
+    assert Session("c", store=store)._guard.clock is time.time
+    assert ToolGuard().clock is time.monotonic and ToolGuard(store=MemoryStore()).clock is time.monotonic
+    assert Session("c")._guard.clock is time.monotonic
+    fake = lambda: 5.0  # noqa: E731
+    assert ToolGuard(store=store, clock=fake).clock is fake

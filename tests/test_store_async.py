@@ -301,3 +301,50 @@ def test_async_wrappers_use_the_async_store(make_store: Any, arun: Any) -> None:
     assert counts == [5, 5, -3]
     assert ran == ["grep", "grep", "search", "search"]
     assert sync_calls["n"] == 0  # the async bodies never used the blocking client
+
+
+def test_an_async_stream_sends_its_progress_notes_as_tasks(make_store: Any, arun: Any) -> None:
+    """A :class:`~loopguard.Session` with a shared store fed by an async adapter: its progress
+    notes (one per second of stream, :meth:`ToolGuard.note_progress`) are written by tasks of the
+    loop, not by the blocking client; the stored progress is the last note's time once they ran.
+    The blocking client is used only after the last chunk, by the end of the attempt."""
+    from loopguard import Session
+    from loopguard.integrations.openai import aguard_stream
+    from test_stream import chat_chunk
+
+    now = [1000.0]
+    store = make_store()
+    session = Session("conv", store=store, clock=lambda: now[0])
+    passed: list[int] = []
+    sync_at: list[int] = []
+    for name in ("get", "put", "counter"):
+        real = getattr(store, name)
+
+        def spy(*a: Any, _real: Any = real, **k: Any) -> Any:
+            sync_at.append(len(passed))
+            return _real(*a, **k)
+
+        setattr(store, name, spy)
+    words = [f"word{i} " for i in range(40)]
+    chunks = [chat_chunk({"role": "assistant", "content": ""})] + [chat_chunk({"content": w}) for w in words]
+
+    async def upstream() -> Any:
+        for chunk in chunks:
+            now[0] += 1.5  # a second and a half between chunks: every chunk is due a progress note
+            await asyncio.sleep(0)
+            yield chunk
+        yield chat_chunk({}, "stop")
+
+    async def main() -> tuple[int, float]:
+        stream = aguard_stream(upstream(), session=session)
+        async for _ in stream:
+            passed.append(1)
+        await asyncio.gather(*session._guard._notes)  # the notes still being written
+        assert not stream.outcome.stopped
+        return len(passed), session._guard._with("conv", lambda s: s.last_progress, -1.0, write=False)
+
+    count, last_progress = arun(main())
+    assert count == len(chunks) + 1
+    assert last_progress == now[0]  # the last note (the end of the attempt) is in Redis
+    assert sync_at and min(sync_at) == count  # no blocking call while chunks were flowing
+    assert store.errors == 0

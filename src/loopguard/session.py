@@ -459,7 +459,8 @@ class Session:
         ``None`` = ``SessionConfig()``.
     clock : callable returning seconds, optional
         Time source of the new guard (``stalled``, the ``strikes`` window); default
-        ``time.monotonic``.  Only without ``guard``.
+        ``time.monotonic`` (``time.time`` with a shared ``store``: :class:`~loopguard.ToolGuard`).
+        Only without ``guard``.
     store : MemoryStore | RedisStore | None
         Where the new guard keeps its per-session state (tool-guard, strikes and stall state;
         ``None``: this process; see :class:`~loopguard.ToolGuard`).  Only without ``guard``.
@@ -1392,7 +1393,6 @@ def _tool_guard(
             raise TypeError(
                 f"guard_config must be a ToolGuardConfig, a mapping or None, not {type(guard_config).__name__}"
             )
-        clock = time.monotonic if clock is None else clock
         return ToolGuard(guard_config, clock=clock, store=store, on_store_error=on_store_error)
     if not isinstance(guard, ToolGuard):
         raise TypeError(f"guard must be a ToolGuard or None, not {type(guard).__name__}")

@@ -3,6 +3,7 @@ the rules are in their own modules and run in order by :mod:`loopguard.guard.lad
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -50,9 +51,10 @@ class ToolGuard:
         The configuration (``None`` = defaults; a mapping goes through
         :meth:`ToolGuardConfig.from_mapping`).
     clock : callable returning seconds, optional
-        Time source for the ``stall`` and ``strikes`` rules (default ``time.monotonic``);
-        inject a fake clock in tests.  With a shared store, give every replica a clock they
-        agree on (``time.time``).
+        Time source for the ``stall`` and ``strikes`` rules; inject a fake clock in tests.
+        Default ``time.monotonic``, or ``time.time`` with a shared store (:class:`~loopguard.RedisStore`):
+        the timestamps in the store are read by every replica, whose monotonic clocks do not
+        agree; a clock given with a shared store must agree across replicas too.
     store : MemoryStore | RedisStore | None
         Where the per-session state is kept: this process (``None`` or :class:`~loopguard.MemoryStore`,
         the default) or Redis, shared by replicas (:class:`~loopguard.RedisStore`: each call loads
@@ -101,7 +103,7 @@ class ToolGuard:
         self,
         config: ToolGuardConfig | Mapping[str, Any] | None = None,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         store: MemoryStore | RedisStore | None = None,
         on_store_error: str = "open",
     ) -> None:
@@ -111,6 +113,8 @@ class ToolGuard:
             config = ToolGuardConfig.from_mapping(config)
         elif not isinstance(config, ToolGuardConfig):
             raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
+        if clock is None:
+            clock = time.time if getattr(store, "shared", False) else time.monotonic
         if not callable(clock):
             raise TypeError("clock must be a callable returning seconds")
         now = clock()
@@ -123,6 +127,7 @@ class ToolGuard:
         self._tools = Tools(config)
         self._remote = _remote(store, on_store_error)
         self._closed = on_store_error == "closed"
+        self._notes: set[asyncio.Task[None]] = set()  # progress notes being written (note_progress)
 
     def __repr__(self) -> str:
         return f"ToolGuard(sessions={len(self._sessions)})"
@@ -430,8 +435,38 @@ class ToolGuard:
     # ------------------------------------------------------ stall, strikes
 
     def note_progress(self, session_id: Any = None) -> None:
-        """A progress event (step start/end, model output, a tool call or result: the ``stall`` rule)."""
-        self._with(session_id, lambda s: timers.progressed(s, self._clock()), None)
+        """A progress event (step start/end, model output, a tool call or result: the ``stall`` rule).
+
+        With a :class:`~loopguard.RedisStore`, called on a thread that runs an event loop (a
+        :class:`~loopguard.Session` fed by an async stream adapter), the note is written by a task
+        of that loop (:meth:`anote_progress`) instead of blocking the loop on Redis: no decision
+        waits for it, and a note that lands late never moves the session's progress back."""
+        now = self._clock()
+        if self._remote is not None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                task = loop.create_task(self._anote(session_id, now))
+                self._notes.add(task)  # held until done: a task only weakly held may vanish
+                task.add_done_callback(_noted)
+                task.add_done_callback(self._notes.discard)
+                return
+        self._with(session_id, lambda s: timers.progressed(s, now), None)
+
+    async def anote_progress(self, session_id: Any = None) -> None:
+        """:meth:`note_progress` awaited on the running event loop (``redis.asyncio`` with a
+        :class:`~loopguard.RedisStore`; the in-memory note otherwise)."""
+        await self._anote(session_id, self._clock())
+
+    async def _anote(self, session_id: Any, now: float) -> None:
+        if self._remote is None:
+            self._with(session_id, lambda s: timers.progressed(s, now), None)
+            return
+        await shared.aapply(
+            self._remote, session_key(session_id), self._fresh, lambda s: timers.progressed_at(s, now), lambda: None
+        )
 
     def note_change(self, session_id: Any = None) -> None:
         """The world changed where the guard cannot see it (the user acted, a file changed
@@ -516,6 +551,12 @@ class ToolGuard:
         with self._lock:
             s = self._held(session_id)
             return s.pending if s else 0
+
+
+def _noted(task: asyncio.Task[None]) -> None:
+    """A progress note's task is done: an unexpected error is logged (its type only), never raised."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("progress note not written: %s", type(task.exception()).__name__)
 
 
 def _changed(s: SessionState) -> None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .config import ToolGuardConfig
     from .state import SessionState
 
-__all__ = ["RULE", "check_stall", "progressed", "request", "result"]
+__all__ = ["RULE", "check_stall", "progressed", "progressed_at", "request", "result"]
 
 RULE = "stall"
 
@@ -29,6 +29,13 @@ def progressed(s: SessionState, now: float) -> None:
     """A progress event at ``now``."""
     s.last_progress = now
     s.stalled = False
+
+
+def progressed_at(s: SessionState, now: float) -> None:
+    """A progress event at ``now`` that may arrive after later ones (a note written by a task,
+    :meth:`loopguard.ToolGuard.note_progress`): it never moves the progress back."""
+    if now >= s.last_progress:
+        progressed(s, now)
 
 
 def request(s: SessionState, now: float) -> int:
