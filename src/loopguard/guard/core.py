@@ -213,10 +213,7 @@ class ToolGuard:
             (nothing is recorded).
         """
         started = time.perf_counter() if obs_log.ON else 0.0
-        tool = _check_tool(tool)
-        _check_call_id(call_id)
-        parsed = parse_args(args)
-        key, facts = self._tools.identity(tool, parsed)
+        tool, parsed, key, facts = self._identity(tool, args, call_id)
         if self._remote is not None:
             decision, again = shared.apply(
                 self._remote,
@@ -228,9 +225,7 @@ class ToolGuard:
         else:
             with self._lock:
                 decision, again = self._before(self._session(session_id), tool, args, parsed, key, facts, call_id)
-        if not again and (decision.action != "allow" or obs_log.EAGER):  # one record, after the write
-            events.tool_decision(session_id, decision, started)
-        return decision
+        return _logged(session_id, decision, again, started)
 
     async def abefore_call(self, session_id: Any, tool: str, args: Any, *, call_id: Hashable | None = None) -> Decision:
         """:meth:`before_call` for async hosts: with a :class:`~loopguard.RedisStore` the session is
@@ -240,10 +235,7 @@ class ToolGuard:
         if self._remote is None:
             return self.before_call(session_id, tool, args, call_id=call_id)
         started = time.perf_counter() if obs_log.ON else 0.0
-        tool = _check_tool(tool)
-        _check_call_id(call_id)
-        parsed = parse_args(args)
-        key, facts = self._tools.identity(tool, parsed)
+        tool, parsed, key, facts = self._identity(tool, args, call_id)
         decision, again = await shared.aapply(
             self._remote,
             session_key(session_id),
@@ -251,9 +243,15 @@ class ToolGuard:
             lambda s: self._before(s, tool, args, parsed, key, facts, call_id),
             lambda: (shared.unavailable(tool, self._closed), False),
         )
-        if not again and (decision.action != "allow" or obs_log.EAGER):
-            events.tool_decision(session_id, decision, started)
-        return decision
+        return _logged(session_id, decision, again, started)
+
+    def _identity(self, tool: Any, args: Any, call_id: Any) -> tuple[str, Any, str, ShellFacts | None]:
+        """The checked tool name, the parsed arguments, the call key and the shell facts."""
+        tool = _check_tool(tool)
+        _check_call_id(call_id)
+        parsed = parse_args(args)
+        key, facts = self._tools.identity(tool, parsed)
+        return tool, parsed, key, facts
 
     def _before(
         self, s: SessionState, tool: str, args: Any, parsed: Any, key: str, facts: ShellFacts | None, call_id: Any
@@ -314,10 +312,7 @@ class ToolGuard:
             when ``tool`` is not a non-empty ``str`` or ``error`` is not a bool.
         """
         started = time.perf_counter() if obs_log.ON else 0.0
-        tool = _check_tool(tool)
-        _check_call_id(call_id)
-        if not isinstance(error, bool):
-            raise TypeError(f"error must be a bool, not {type(error).__name__}")
+        tool = _check_result(tool, call_id, error)
         out: list[Intervention]
         if self._remote is not None:
             none: list[Intervention] = []
@@ -345,10 +340,7 @@ class ToolGuard:
         if self._remote is None:
             return self.after_call(session_id, tool, args, result, error=error, call_id=call_id)
         started = time.perf_counter() if obs_log.ON else 0.0
-        tool = _check_tool(tool)
-        _check_call_id(call_id)
-        if not isinstance(error, bool):
-            raise TypeError(f"error must be a bool, not {type(error).__name__}")
+        tool = _check_result(tool, call_id, error)
         none: list[Intervention] = []
         out = await shared.aapply(
             self._remote,
@@ -551,6 +543,23 @@ class ToolGuard:
         with self._lock:
             s = self._held(session_id)
             return s.pending if s else 0
+
+
+def _check_result(tool: Any, call_id: Any, error: Any) -> str:
+    """The checked tool name of an ``after_call`` (``call_id`` and ``error`` checked too)."""
+    name = _check_tool(tool)
+    _check_call_id(call_id)
+    if not isinstance(error, bool):
+        raise TypeError(f"error must be a bool, not {type(error).__name__}")
+    return name
+
+
+def _logged(session_id: Any, decision: Decision, again: bool, started: float) -> Decision:
+    """The decision, recorded once (not when it is the one already given to this call id; an
+    allow only when the log asks for allows), after the state was written."""
+    if not again and (decision.action != "allow" or obs_log.EAGER):
+        events.tool_decision(session_id, decision, started)
+    return decision
 
 
 def _noted(task: asyncio.Task[None]) -> None:
