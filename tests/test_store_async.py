@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from conftest import shared_data
 from loopguard import LoopBrake, LoopBrakeError, LoopBrakeStoreError, RedisStore, ToolGuard, wrap_execute, wrap_tool
 from redis_server import RedisServer, require_redis
 from store_workload import CANARY, Call, decide, session_calls
@@ -303,11 +304,26 @@ def test_async_wrappers_use_the_async_store(make_store: Any, arun: Any) -> None:
     assert sync_calls["n"] == 0  # the async bodies never used the blocking client
 
 
-def test_an_async_stream_sends_its_progress_notes_as_tasks(make_store: Any, arun: Any) -> None:
+def _spy_sync_calls(store: Any, passed: list[int]) -> list[tuple[int, bool]]:
+    """Record each use of the store's blocking client: (chunks passed so far, on the loop's thread)."""
+    calls: list[tuple[int, bool]] = []
+    loop_thread = threading.get_ident()  # the test runs the loop in this thread
+    for name in ("get", "put", "counter"):
+        real = getattr(store, name)
+
+        def spy(*a: Any, _real: Any = real, **k: Any) -> Any:
+            calls.append((len(passed), threading.get_ident() == loop_thread))
+            return _real(*a, **k)
+
+        setattr(store, name, spy)
+    return calls
+
+
+def test_an_async_stream_never_blocks_the_loop_on_redis_without_a_stop(make_store: Any, arun: Any) -> None:
     """A :class:`~loopguard.Session` with a shared store fed by an async adapter: its progress
     notes (one per second of stream, :meth:`ToolGuard.note_progress`) are written by tasks of the
-    loop, not by the blocking client; the stored progress is the last note's time once they ran.
-    The blocking client is used only after the last chunk, by the end of the attempt."""
+    loop, and the end of the attempt (replay check, rescue count) runs in a worker thread: the
+    blocking client is never used on the loop's thread; the stored progress is the last note's."""
     from loopguard import Session
     from loopguard.integrations.openai import aguard_stream
     from test_stream import chat_chunk
@@ -316,15 +332,7 @@ def test_an_async_stream_sends_its_progress_notes_as_tasks(make_store: Any, arun
     store = make_store()
     session = Session("conv", store=store, clock=lambda: now[0])
     passed: list[int] = []
-    sync_at: list[int] = []
-    for name in ("get", "put", "counter"):
-        real = getattr(store, name)
-
-        def spy(*a: Any, _real: Any = real, **k: Any) -> Any:
-            sync_at.append(len(passed))
-            return _real(*a, **k)
-
-        setattr(store, name, spy)
+    sync_calls = _spy_sync_calls(store, passed)
     words = [f"word{i} " for i in range(40)]
     chunks = [chat_chunk({"role": "assistant", "content": ""})] + [chat_chunk({"content": w}) for w in words]
 
@@ -335,16 +343,43 @@ def test_an_async_stream_sends_its_progress_notes_as_tasks(make_store: Any, arun
             yield chunk
         yield chat_chunk({}, "stop")
 
-    async def main() -> tuple[int, float]:
+    async def main() -> int:
         stream = aguard_stream(upstream(), session=session)
         async for _ in stream:
             passed.append(1)
         await asyncio.gather(*session._guard._notes)  # the notes still being written
         assert not stream.outcome.stopped
-        return len(passed), session._guard._with("conv", lambda s: s.last_progress, -1.0, write=False)
+        return len(passed)
 
-    count, last_progress = arun(main())
+    count = arun(main())
     assert count == len(chunks) + 1
+    assert sync_calls and all(at == count and not on_loop for at, on_loop in sync_calls)
+    last_progress = session._guard._with("conv", lambda s: s.last_progress, -1.0, write=False)
     assert last_progress == now[0]  # the last note (the end of the attempt) is in Redis
-    assert sync_at and min(sync_at) == count  # no blocking call while chunks were flowing
     assert store.errors == 0
+
+
+@shared_data
+def test_an_async_stream_asks_redis_on_the_loop_only_for_the_stop(make_store: Any, arun: Any) -> None:
+    """A looping stream on a shared store: the one use of the blocking client on the loop's thread
+    is the stop's strike (one load, one compare-and-set write)."""
+    from loopguard import Session
+    from loopguard.integrations.openai import aguard_stream
+    from test_stream import _agen, loop_chunks
+
+    store = make_store()
+    session = Session("conv", store=store)
+    passed: list[int] = []
+    sync_calls = _spy_sync_calls(store, passed)
+
+    async def main() -> Any:
+        stream = aguard_stream(_agen(loop_chunks()), session=session)
+        async for _ in stream:
+            passed.append(1)
+        return stream.outcome
+
+    outcome = arun(main())
+    assert outcome.stopped and outcome.should_resume
+    on_loop = [at for at, loop in sync_calls if loop]
+    assert len(on_loop) == 2 and on_loop[0] == on_loop[1] < len(loop_chunks())  # at the stop, mid-stream
+    assert session.guard.strikes("conv") == 1 and store.errors == 0

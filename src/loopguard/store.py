@@ -31,9 +31,9 @@ guard's async methods (:meth:`~loopguard.ToolGuard.abefore_call`,
 :meth:`~loopguard.ToolGuard.aafter_call`, :meth:`~loopguard.LoopBrake.acheck`, used by async
 :func:`~loopguard.wrap_tool` and :func:`~loopguard.wrap_execute` bodies) never block the loop on
 Redis.  A :class:`~loopguard.Session` fed on an event loop (the async stream adapters) writes
-its progress notes as tasks of that loop (:meth:`~loopguard.ToolGuard.note_progress`); the end of
-an attempt and a stop use the sync client (a few round trips per attempt, each within
-``socket_timeout``).  Both share the error count, the retry interval and the warning interval.  Timestamps (``strikes``, ``stall``)
+its progress notes as tasks of that loop (:meth:`~loopguard.ToolGuard.note_progress`) and ends
+the attempt in a worker thread; only a stop's strike (one load, one write, each within
+``socket_timeout``) uses the sync client on the loop.  Both share the error count, the retry interval and the warning interval.  Timestamps (``strikes``, ``stall``)
 are read from the guard's clock, the wall clock (``time.time``) by default with this store: one
 clock the replicas agree on.
 """

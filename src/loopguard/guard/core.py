@@ -529,6 +529,12 @@ class ToolGuard:
                 s.last_call = None
 
     @property
+    def shared(self) -> bool:
+        """Whether the sessions' state is in a shared store (a :class:`~loopguard.RedisStore`:
+        each decision asks it), not in this process."""
+        return self._remote is not None
+
+    @property
     def clock(self) -> Callable[[], float]:
         """The clock this guard reads (seconds, monotonic by default; the ``clock=`` argument).
 

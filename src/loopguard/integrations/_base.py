@@ -10,6 +10,7 @@ unchanged; the guard's own errors never reach the host.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
@@ -277,7 +278,7 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
                 it = self._iterator = self._stream.__aiter__()
             chunk: T = await it.__anext__()
         except StopAsyncIteration:
-            self._finish()
+            await self._afinish()
             raise
         except BaseException as exc:
             self._fail(exc)
@@ -297,13 +298,22 @@ class AsyncGuardedStream(_Guarded[T], AsyncIterator[T]):
 
     async def _stop(self) -> None:
         await _close_async(self._stream)
-        self._finish()
+        await self._afinish()
+
+    async def _afinish(self) -> None:
+        """Finish the outcome; in a worker thread when the session's state is in a shared store
+        (:attr:`ToolGuard.shared <loopguard.ToolGuard.shared>`): the end of the attempt asks Redis
+        (the replay check, the rescue count), which must not block the event loop."""
+        if self.guard.session.guard.shared:
+            await asyncio.to_thread(self._finish)
+        else:
+            self._finish()
 
     async def close(self) -> None:
         """Close the upstream and finish the outcome (idempotent)."""
         if not self._done:
             await _close_async(self._stream)
-            self._finish()
+            await self._afinish()
 
     async def __aenter__(self) -> AsyncGuardedStream[T]:
         return self
