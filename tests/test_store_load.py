@@ -3,22 +3,18 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from redis_server import RedisServer, have_redis
+from redis_server import RedisServer, require_redis
 from store_load import Replicas, in_memory, report, run_load
 
 pytestmark = pytest.mark.slow
 
-if not have_redis():
-    if os.environ.get("LOOPGUARD_REQUIRE_REDIS"):
-        raise RuntimeError("LOOPGUARD_REQUIRE_REDIS is set but redis-server or the redis package is missing")
-    pytest.skip("needs redis-server and the redis package (pip install loopguard[redis])", allow_module_level=True)
+require_redis()
 
 
 def test_two_replicas_decide_exactly_as_one_in_memory_guard(tmp_path: Path) -> None:
