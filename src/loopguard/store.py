@@ -41,12 +41,13 @@ clock the replicas agree on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .guard.codec import FORMAT, Limits
@@ -212,21 +213,14 @@ class RedisStore:
         StoreUnavailable
             on a Redis error or timeout (counted and logged), or during ``retry_interval``.
         """
-        self._check()
-        try:
+        with self._asking("get"):
             version, fmt, blob = self.client.hmget(self.key(session, kind), ["n", "f", "s"])
-        except self._errors_type as exc:
-            raise self._failed(exc, "get") from None
         return _state(version, fmt, blob)
 
     async def aget(self, session: str, kind: str = "tg") -> tuple[bytes | None, int]:
         """:meth:`get` on the running event loop (``redis.asyncio``): same returns and errors."""
-        self._check()
-        client = self._aclient()[0]
-        try:
-            version, fmt, blob = await client.hmget(self.key(session, kind), ["n", "f", "s"])
-        except self._errors_type as exc:
-            raise self._failed(exc, "get") from None
+        with self._asking("get"):
+            version, fmt, blob = await self._aclient()[0].hmget(self.key(session, kind), ["n", "f", "s"])
         return _state(version, fmt, blob)
 
     def put(self, session: str, blob: bytes, version: int, kind: str = "tg") -> bool:
@@ -237,22 +231,19 @@ class RedisStore:
         StoreUnavailable
             as :meth:`get`.
         """
-        self._check()
-        try:
-            done = self._cas(keys=[self.key(session, kind)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
-        except self._errors_type as exc:
-            raise self._failed(exc, "put") from None
+        with self._asking("put"):
+            done = self._cas(keys=[self.key(session, kind)], args=self._cas_args(blob, version))
         return self._written(done)
 
     async def aput(self, session: str, blob: bytes, version: int, kind: str = "tg") -> bool:
         """:meth:`put` on the running event loop (``redis.asyncio``): same returns and errors."""
-        self._check()
-        script = self._aclient()[1]
-        try:
-            done = await script(keys=[self.key(session, kind)], args=[version, FORMAT, blob, int(self.ttl * 1000)])
-        except self._errors_type as exc:
-            raise self._failed(exc, "put") from None
+        with self._asking("put"):
+            done = await self._aclient()[1](keys=[self.key(session, kind)], args=self._cas_args(blob, version))
         return self._written(done)
+
+    def _cas_args(self, blob: bytes, version: int) -> list[Any]:
+        """The compare-and-set script's ``ARGV``: expected version, format, state, ttl in ms."""
+        return [version, FORMAT, blob, int(self.ttl * 1000)]
 
     def _written(self, done: Any) -> bool:
         if not done:
@@ -300,9 +291,8 @@ class RedisStore:
         """
         if op not in ("get", "incr", "zero"):
             raise ValueError(f"op must be 'get', 'incr' or 'zero', not {op!r}")
-        self._check()
         key = self.key(session, kind)
-        try:
+        with self._asking(op):
             if op == "get":
                 return int(self.client.hget(key, name) or 0)
             pipe = self.client.pipeline(transaction=True)
@@ -312,8 +302,6 @@ class RedisStore:
                 pipe.hset(key, name, 0)
             pipe.pexpire(key, int(self.ttl * 1000))
             value = pipe.execute()[0]
-        except self._errors_type as exc:
-            raise self._failed(exc, op) from None
         return int(value) if op == "incr" else 0
 
     def delete(self, session: str | None = None, kind: str = "tg") -> None:
@@ -324,15 +312,23 @@ class RedisStore:
         StoreUnavailable
             as :meth:`get`.
         """
-        self._check()
-        try:
+        with self._asking("delete"):
             if session is not None:
                 self.client.delete(self.key(session, kind))
                 return
             for key in self.client.scan_iter(match=f"{self.prefix}{kind}:*", count=500):
                 self.client.delete(key)
+
+    @contextlib.contextmanager
+    def _asking(self, operation: str) -> Iterator[None]:
+        """Around one use of Redis: :class:`StoreUnavailable` at once during ``retry_interval``
+        (:meth:`_check`); a Redis error or timeout in the block counted, logged and raised as
+        :class:`StoreUnavailable` (:meth:`_failed`, ``operation`` naming it in the metric)."""
+        self._check()
+        try:
+            yield
         except self._errors_type as exc:
-            raise self._failed(exc, "delete") from None
+            raise self._failed(exc, operation) from None
 
     def _check(self) -> None:
         if self._down_until >= 0 and self._clock() < self._down_until:

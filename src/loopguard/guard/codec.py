@@ -34,25 +34,10 @@ __all__ = ["FORMAT", "Limits", "dump", "load"]
 #: the encoding's version (the first slot of every blob)
 FORMAT = 1
 
-_KEY_FIELDS = (
-    "tool",
-    "last",
-    "same",
-    "epoch",
-    "denied",
-    "escapes",
-    "escaping",
-    "locked",
-    "changed",
-    "error",
-    "lang",
-    "moved",
-    "across",
-    "ran_at",
-    "changes",
-    "new_changes",
-    "effect_at",
-)
+#: the :class:`~loopguard.guard.state.KeyState` fields kept, in its order (``tool`` first): all
+#: but ``head``, the start of the key's last result (text is never stored); a new field changes
+#: the encoding (bump :data:`FORMAT`)
+_KEY_FIELDS = tuple(name for name in KeyState.__slots__ if name != "head")
 _REPLAYED = "[loopguard] This call was already decided ({action}); it is not run again."
 
 

@@ -1,13 +1,17 @@
 """A session's state in a shared store (:class:`loopguard.RedisStore`): load, decide, and write
 back with a compare-and-set on the session's version, again on a conflict; without the store
-(an error, a timeout) the caller's fallback decides."""
+(an error, a timeout) the caller's fallback decides.
+
+The loop itself is one sans-IO plan (:func:`_plan`): it asks for the store's reads and writes
+and is told their replies; :func:`apply` answers it with the sync store methods, :func:`aapply`
+with their async twins."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..observe import metrics
 from ..store import StoreUnavailable
@@ -28,66 +32,95 @@ TRIES = 32
 
 UNAVAILABLE = "store_unavailable"
 
+#: a new session's state, and the decision taken on a session's state (which it updates)
+Make = Callable[[], SessionState]
+Decide = Callable[[SessionState], T]
 
-def apply(
-    store: RedisStore,
-    session: str,
-    make: Callable[[], SessionState],
-    fn: Callable[[SessionState], T],
-    fallback: Callable[[], T],
-    *,
-    write: bool = True,
-) -> T:
-    """``fn`` run on the session's stored state (``make()`` when there is none), the state
-    written back when ``write``; ``fallback()`` when the store cannot be used."""
+#: what the plan asks the store: ``("get", None)`` (the session's state and version) or
+#: ``("put", (state, version))`` (the compare-and-set write)
+Request = tuple[str, tuple[bytes, int] | None]
+#: the store's reply: a get's (state or ``None``, version), a put's written-or-conflict, or
+#: ``None`` when the store is unavailable
+Reply = tuple[bytes | None, int] | bool | None
+
+
+def _plan(
+    store: RedisStore, make: Make, fn: Decide[T], fallback: Callable[[], T], write: bool
+) -> Generator[Request, Reply, T]:
+    """The load/decide/write loop without I/O: it yields its requests, is sent their replies
+    (``None`` when the store is unavailable) and returns the result."""
     for _ in range(TRIES):
-        try:
-            blob, version = store.get(session)
-        except StoreUnavailable:
+        got = yield ("get", None)
+        if not isinstance(got, tuple):
             return fallback()
+        blob, version = got
         s = make() if blob is None else _decode(blob, make)
         result = fn(s)
         if not write:
             return result
-        try:
-            if store.put(session, codec.dump(s, store.limits), version):
-                return result
-        except StoreUnavailable:
+        done = yield ("put", (codec.dump(s, store.limits), version))
+        if not isinstance(done, bool):
             return fallback()
+        if done:
+            return result
     logger.warning("state store: %d conflicting writes in a row; deciding without it", TRIES)
     return fallback()
 
 
+class _Run(Generic[T]):
+    """A :func:`_plan` stepped by a driver: :meth:`send` a reply (``None`` first) and get the next
+    request, or ``None`` once the plan has returned (its value then in :attr:`result`)."""
+
+    def __init__(self, plan: Generator[Request, Reply, T]) -> None:
+        self._plan = plan
+        self.result: T
+
+    def send(self, reply: Reply) -> Request | None:
+        try:
+            return self._plan.send(reply)
+        except StopIteration as stop:
+            self.result = stop.value
+            return None
+
+
+def apply(
+    store: RedisStore, session: str, make: Make, fn: Decide[T], fallback: Callable[[], T], *, write: bool = True
+) -> T:
+    """``fn`` run on the session's stored state (``make()`` when there is none), the state
+    written back when ``write``; ``fallback()`` when the store cannot be used."""
+    run = _Run(_plan(store, make, fn, fallback, write))
+    request = run.send(None)
+    while request is not None:
+        put = request[1]
+        try:
+            reply: Reply = store.get(session) if put is None else store.put(session, *put)
+        except StoreUnavailable:
+            reply = None
+        request = run.send(reply)
+    return run.result
+
+
 async def aapply(
-    store: RedisStore,
-    session: str,
-    make: Callable[[], SessionState],
-    fn: Callable[[SessionState], T],
-    fallback: Callable[[], T],
-    *,
-    write: bool = True,
+    store: RedisStore, session: str, make: Make, fn: Decide[T], fallback: Callable[[], T], *, write: bool = True
 ) -> T:
     """:func:`apply` with the store's async twins (:meth:`RedisStore.aget`, :meth:`RedisStore.aput`):
     the same loads, decisions, writes and fallbacks, awaited on the running event loop, with a
     short random pause (:func:`backoff`) before each retry after a conflict."""
-    for attempt in range(TRIES):
-        if attempt:
-            await backoff(attempt)
+    run = _Run(_plan(store, make, fn, fallback, write))
+    attempt = 0
+    request = run.send(None)
+    while request is not None:
+        put = request[1]
+        if put is None:  # a load: the first, or again after a conflict
+            if attempt:
+                await backoff(attempt)
+            attempt += 1
         try:
-            blob, version = await store.aget(session)
+            reply: Reply = await (store.aget(session) if put is None else store.aput(session, *put))
         except StoreUnavailable:
-            return fallback()
-        s = make() if blob is None else _decode(blob, make)
-        result = fn(s)
-        if not write:
-            return result
-        try:
-            if await store.aput(session, codec.dump(s, store.limits), version):
-                return result
-        except StoreUnavailable:
-            return fallback()
-    logger.warning("state store: %d conflicting writes in a row; deciding without it", TRIES)
-    return fallback()
+            reply = None
+        request = run.send(reply)
+    return run.result
 
 
 async def backoff(attempt: int) -> None:
@@ -96,7 +129,7 @@ async def backoff(attempt: int) -> None:
     await asyncio.sleep(random.random() * 0.001 * attempt)
 
 
-def _decode(blob: bytes, make: Callable[[], SessionState]) -> SessionState:
+def _decode(blob: bytes, make: Make) -> SessionState:
     fresh = make()
     try:
         return codec.load(blob, fresh.keys.limit, stable_hash)

@@ -73,39 +73,32 @@ def emit(fields: dict[str, Any], *, detection: bool = True, to_log: bool = True)
 
 def tool_decision(session_id: Any, decision: Decision, started: float) -> None:
     """The record of a ``before_call`` decision (event ``tool_call``)."""
-    if wanted(decision.action):
-        fields = log.decision_fields(
-            "tool_call",
-            "tool_guard",
-            decision.action,
-            session_id,
-            rule=decision.rule,
-            kind=decision.kind,
-            tool=decision.tool,
-            call_index=decision.call_index,
-            evidence=decision.evidence,
-        )
-        emit(fields)
+    _tool_record("tool_call", session_id, decision)
     metrics.seconds("tool_guard", started)
 
 
 def tool_interventions(session_id: Any, out: Iterable[Intervention], event: str, started: float = 0.0) -> None:
     """One record per intervention (events ``tool_result``, ``stall``, ``strike``)."""
     for found in out:
-        if wanted(found.action):
-            fields = log.decision_fields(
-                event,
-                "tool_guard",
-                found.action,
-                session_id,
-                rule=found.rule,
-                kind=found.kind,
-                tool=found.tool,
-                call_index=found.call_index,
-                evidence=found.evidence,
-            )
-            emit(fields)
+        _tool_record(event, session_id, found)
     metrics.seconds("tool_guard", started)
+
+
+def _tool_record(event: str, session_id: Any, said: Decision | Intervention) -> None:
+    """The record of one tool guard decision or intervention, when someone listens."""
+    if wanted(said.action):
+        fields = log.decision_fields(
+            event,
+            "tool_guard",
+            said.action,
+            session_id,
+            rule=said.rule,
+            kind=said.kind,
+            tool=said.tool,
+            call_index=said.call_index,
+            evidence=said.evidence,
+        )
+        emit(fields)
 
 
 def text_verdict(session_id: Any, verdict: Verdict, channel: str, event: str, *, to_log: bool = True) -> None:
@@ -117,24 +110,7 @@ def text_verdict(session_id: Any, verdict: Verdict, channel: str, event: str, *,
         evidence = dict(verdict.evidence)
         if detection is not None:
             evidence["strength"] = detection.strength
-        fields = log.decision_fields(
-            event,
-            "text",
-            verdict.action,
-            session_id,
-            rule=rule,
-            kind=_kind(verdict),
-            channel=channel,
-            evidence=evidence,
-        )
-        emit(fields, to_log=to_log)
-
-
-def _kind(verdict: Verdict) -> str:
-    detection = verdict.detection
-    if detection is not None and verdict.kind in ("text_loop", "strikes"):
-        return str(detection.kind)
-    return verdict.kind or ""
+        _verdict_record(event, "text", verdict.action, session_id, verdict, rule, channel, evidence, to_log=to_log)
 
 
 def stream_stop(session_id: Any, verdict: Verdict, action: str, evidence: dict[str, Any], session: Any = None) -> None:
@@ -146,17 +122,31 @@ def stream_stop(session_id: Any, verdict: Verdict, action: str, evidence: dict[s
         rule = "strikes" if verdict.kind == "strikes" and action == "cancel" else "text_loop"
         detection = verdict.detection
         channel = detection.channel if detection is not None else "text"
-        fields = log.decision_fields(
-            "stream_cut",
-            "stream",
-            action,
-            session_id,
-            rule=rule,
-            kind=_kind(verdict),
-            channel=channel,
-            evidence=evidence,
-        )
-        emit(fields, detection=False)
+        _verdict_record("stream_cut", "stream", action, session_id, verdict, rule, channel, evidence, detection=False)
+
+
+def _verdict_record(
+    event: str,
+    surface: str,
+    action: str,
+    session_id: Any,
+    verdict: Verdict,
+    rule: str,
+    channel: str,
+    evidence: dict[str, Any],
+    *,
+    detection: bool = True,
+    to_log: bool = True,
+) -> None:
+    """Emit the record of a text verdict (``detection``, ``to_log``: as :func:`emit`); its kind
+    is the detection's for a loop or strikes, else the verdict's."""
+    kind = verdict.kind or ""
+    if verdict.detection is not None and verdict.kind in ("text_loop", "strikes"):
+        kind = str(verdict.detection.kind)
+    fields = log.decision_fields(
+        event, surface, action, session_id, rule=rule, kind=kind, channel=channel, evidence=evidence
+    )
+    emit(fields, detection=detection, to_log=to_log)
 
 
 def brake(session_key: str, tool: str, digest: str, count: int, limit: int, denied: bool, started: float) -> None:
