@@ -134,7 +134,7 @@ def make_store(redis_server: Any, prefix: str) -> Iterator[Callable[..., Any]]:
     make.made = made  # type: ignore[attr-defined]
     yield make
     for store in made:
-        store.client.close()
+        store.close()
 
 
 @pytest.fixture

@@ -450,3 +450,21 @@ def test_the_default_clock_is_the_wall_clock_with_a_shared_store(make_store: Any
     assert Session("c")._guard.clock is time.monotonic
     fake = lambda: 5.0  # noqa: E731
     assert ToolGuard(store=store, clock=fake).clock is fake
+
+
+def test_close_drops_the_connections_and_the_next_call_reconnects(make_store: Any) -> None:
+    store = make_store()
+    guard = ToolGuard(store=store)
+    args = {"pattern": "x", "path": "src"}
+    assert guard.before_call("s", "grep", args).action == "allow"
+    watcher = make_store().client
+    before = len(watcher.client_list())  # the watcher and the store's one connection
+    store.close()
+    deadline = time.monotonic() + 5
+    while len(watcher.client_list()) != before - 1 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the server notices the closed socket on its next event loop turn
+    assert len(watcher.client_list()) == before - 1
+    guard.after_call("s", "grep", args, "a.py:3: x")  # connects again
+    assert guard.before_call("s", "grep", args).action == "allow" and store.errors == 0
+    assert [n.kind for n in guard.after_call("s", "grep", args, "a.py:3: x")] == ["repeat"]
+    assert guard.before_call("s", "grep", args).action == "deny"  # the state survived the close

@@ -251,6 +251,11 @@ class RedisStore:
                 self.conflicts += 1
         return bool(done)
 
+    def close(self) -> None:
+        """Close the sync client's connections (the client given as ``client=`` too); the next
+        sync call connects again.  The async clients: :meth:`aclose`, in their event loop."""
+        self.client.close()
+
     async def aclose(self) -> None:
         """Close the running event loop's ``redis.asyncio`` client (its connections), if one was
         made; the next async call in that loop makes a new one.  Call it before the loop ends
