@@ -8,8 +8,9 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
-__all__ = ["RedisServer", "free_port", "have_redis", "require_redis"]
+__all__ = ["RedisServer", "free_port", "have_redis", "killable_store", "require_redis"]
 
 
 def have_redis() -> bool:
@@ -79,3 +80,13 @@ def require_redis() -> None:
     if os.environ.get("LOOPGUARD_REQUIRE_REDIS"):
         raise RuntimeError("LOOPGUARD_REQUIRE_REDIS is set but redis-server or the redis package is missing")
     pytest.skip("needs redis-server and the redis package (pip install loopguard[redis])", allow_module_level=True)
+
+
+def killable_store(directory: Path) -> tuple[RedisServer, Any]:
+    """A ``redis-server`` of the test's own in ``directory`` (to kill and restart) and a
+    :class:`loopguard.RedisStore` on it with the fault settings the fault tests use: the store is
+    asked again 0.05 s after an error, warns at most once a minute and waits 0.25 s for a reply."""
+    from loopguard import RedisStore
+
+    srv = RedisServer(directory).start()
+    return srv, RedisStore(srv.url, retry_interval=0.05, warn_interval=60, socket_timeout=0.25)

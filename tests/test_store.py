@@ -19,7 +19,7 @@ from conftest import TEST_SOCKET_TIMEOUT, shared_data
 from loopguard import MemoryStore, RedisStore, ToolGuard
 from loopguard.guard import codec
 from loopguard.guard.state import SessionState, stable_hash
-from redis_server import RedisServer, require_redis
+from redis_server import RedisServer, killable_store, require_redis
 from store_workload import CANARY, decide, session_calls
 
 require_redis()
@@ -159,8 +159,7 @@ def test_two_replicas_at_once_lose_no_update(make_store: Any) -> None:
 
 
 def test_redis_down_fails_open_logs_once_and_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    srv = RedisServer(tmp_path).start()
-    store = RedisStore(srv.url, retry_interval=0.05, warn_interval=60, socket_timeout=0.25)
+    srv, store = killable_store(tmp_path)
     guard = ToolGuard(store=store)
     args = {"pattern": "x", "path": "src"}
     assert guard.before_call("s", "grep", args).action == "allow"

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import shared_data
 from loopguard import LoopBrake, LoopBrakeError, LoopBrakeStoreError, RedisStore, ToolGuard, wrap_execute, wrap_tool
-from redis_server import RedisServer, require_redis
+from redis_server import RedisServer, killable_store, require_redis
 from store_workload import CANARY, Call, decide, session_calls
 
 require_redis()
@@ -96,8 +96,7 @@ def test_two_async_tasks_on_one_session_lose_no_update(make_store: Any, arun: An
 
 
 def test_async_redis_killed_fails_open_counted_and_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    srv = RedisServer(tmp_path).start()
-    store = RedisStore(srv.url, retry_interval=0.05, warn_interval=60, socket_timeout=0.25)
+    srv, store = killable_store(tmp_path)
     guard = ToolGuard(store=store)
     args = {"pattern": "x", "path": "src"}
     caplog.set_level(logging.WARNING, logger="loopguard.store")
