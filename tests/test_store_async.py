@@ -382,3 +382,53 @@ def test_an_async_stream_asks_redis_on_the_loop_only_for_the_stop(make_store: An
     on_loop = [at for at, loop in sync_calls if loop]
     assert len(on_loop) == 2 and on_loop[0] == on_loop[1] < len(loop_chunks())  # at the stop, mid-stream
     assert session.guard.strikes("conv") == 1 and store.errors == 0
+
+
+def test_the_stall_strike_and_replay_twins_equal_the_sync_methods(make_store: Any, arun: Any) -> None:
+    """``acheck_stall``, ``astrike``, ``aobserve_attempt`` and ``anote_progress`` on a shared store
+    give what the sync methods give in memory (same fake clock), without the blocking client."""
+    now = [0.0]
+    mem = ToolGuard(clock=lambda: now[0])
+    store = make_store()
+    shared = ToolGuard(store=store, clock=lambda: now[0])
+    blocking: list[str] = []
+    for name in ("get", "put"):
+        real = getattr(store, name)
+        setattr(store, name, lambda *a, _n=name, _r=real, **k: blocking.append(_n) or _r(*a, **k))
+    answer = "The fix is in parser.py: the loop bound was off by one. " * 3  # >= min_replay_chars
+
+    def sync_steps() -> list[Any]:
+        out: list[Any] = [mem.check_stall("s")]
+        now[0] = 11 * 60.0  # past stall_minutes (10) with no progress
+        out.append(mem.check_stall("s"))
+        out.append(mem.check_stall("s"))  # once per stall
+        mem.note_progress("s")
+        out += [mem.observe_attempt("s", text=answer), mem.observe_attempt("s", text=answer)]
+        out.append(mem.strike("s", "text_loop"))  # the stall was strike 1: this one cancels
+        return out
+
+    async def async_steps() -> list[Any]:
+        out: list[Any] = [await shared.acheck_stall("s")]
+        now[0] = 11 * 60.0
+        out.append(await shared.acheck_stall("s"))
+        out.append(await shared.acheck_stall("s"))
+        await shared.anote_progress("s")
+        out += [await shared.aobserve_attempt("s", text=answer), await shared.aobserve_attempt("s", text=answer)]
+        out.append(await shared.astrike("s", "text_loop"))
+        return out
+
+    want = sync_steps()
+    now[0] = 0.0
+    got = arun(async_steps())
+
+    def shape(x: Any) -> Any:
+        return x if x is None or isinstance(x, bool) else (x.action, x.kind, x.rule, x.evidence)
+
+    assert [shape(x) for x in got] == [shape(x) for x in want]
+    assert [shape(x) for x in want][:2] == [None, ("notice", "stalled", "stall", want[1].evidence)]
+    assert want[3:5] == [False, True] and want[5].action == "cancel"  # replay on the second attempt
+    assert blocking == [] and store.errors == 0
+    with pytest.raises(TypeError, match="kind must be a non-empty str"):
+        arun(shared.astrike("s", ""))
+    with pytest.raises(TypeError, match="reasoning and text must be str"):
+        arun(shared.aobserve_attempt("s", text=b"x"))  # type: ignore[arg-type]

@@ -153,6 +153,13 @@ class ToolGuard:
                 return fn(self._session(session_id))
         return shared.apply(self._remote, session_key(session_id), self._fresh, fn, lambda: fallback, write=write)
 
+    async def _awith(self, session_id: Any, fn: Callable[[SessionState], T], fallback: T, *, write: bool = True) -> T:
+        """:meth:`_with` awaited: ``redis.asyncio`` with a shared store, the same call in memory."""
+        if self._remote is None:
+            return self._with(session_id, fn, fallback, write=write)
+        key = session_key(session_id)
+        return await shared.aapply(self._remote, key, self._fresh, fn, lambda: fallback, write=write)
+
     def _fresh(self) -> SessionState:
         """A new session's state in the shared store (stable hashes, its ``keys`` limit)."""
         assert self._remote is not None
@@ -400,10 +407,16 @@ class ToolGuard:
         TypeError
             when ``reasoning`` or ``text`` is not a ``str``.
         """
-        if not isinstance(reasoning, str) or not isinstance(text, str):
-            raise TypeError("reasoning and text must be str")
-        signature, size = attempt_signature(reasoning, text, tool_calls)
+        signature, size = _signature(reasoning, text, tool_calls)
         return self._with(session_id, lambda s: self._attempt(s, signature, size), False)
+
+    async def aobserve_attempt(
+        self, session_id: Any, *, reasoning: str = "", text: str = "", tool_calls: Sequence[tuple[str, Any]] = ()
+    ) -> bool:
+        """:meth:`observe_attempt` awaited (``redis.asyncio`` with a :class:`~loopguard.RedisStore`,
+        the sync method in memory): same parameters, returns and errors."""
+        signature, size = _signature(reasoning, text, tool_calls)
+        return await self._awith(session_id, lambda s: self._attempt(s, signature, size), False)
 
     def _attempt(self, s: SessionState, signature: str, size: int) -> bool:
         if not self.config.replay_detection:
@@ -453,12 +466,7 @@ class ToolGuard:
         await self._anote(session_id, self._clock())
 
     async def _anote(self, session_id: Any, now: float) -> None:
-        if self._remote is None:
-            self._with(session_id, lambda s: timers.progressed(s, now), None)
-            return
-        await shared.aapply(
-            self._remote, session_key(session_id), self._fresh, lambda s: timers.progressed_at(s, now), lambda: None
-        )
+        await self._awith(session_id, lambda s: timers.progressed_at(s, now), None)
 
     def note_change(self, session_id: Any = None) -> None:
         """The world changed where the guard cannot see it (the user acted, a file changed
@@ -474,9 +482,13 @@ class ToolGuard:
         ``action="cancel"`` when the strikes reach ``strikes_before_cancel``.
         ``None`` otherwise."""
         found = self._with(session_id, lambda s: timers.check_stall(self.config, s, self._clock), None)
-        if found is not None:
-            events.tool_interventions(session_id, (found,), "stall")
-        return found
+        return _recorded(session_id, found, "stall")
+
+    async def acheck_stall(self, session_id: Any = None) -> Intervention | None:
+        """:meth:`check_stall` awaited (``redis.asyncio`` with a :class:`~loopguard.RedisStore`,
+        the sync method in memory): same returns."""
+        found = await self._awith(session_id, lambda s: timers.check_stall(self.config, s, self._clock), None)
+        return _recorded(session_id, found, "stall")
 
     def strike(self, session_id: Any, kind: str) -> Intervention | None:
         """The ``strikes`` rule: record a strong signal (``"text_loop"``, ``"stalled"``,
@@ -489,17 +501,20 @@ class ToolGuard:
         TypeError
             when ``kind`` is not a non-empty ``str``.
         """
-        found = self.strike_unlogged(session_id, kind)
-        if found is not None:
-            events.tool_interventions(session_id, (found,), "strike")
-        return found
+        return _recorded(session_id, self.strike_unlogged(session_id, kind), "strike")
+
+    async def astrike(self, session_id: Any, kind: str) -> Intervention | None:
+        """:meth:`strike` awaited (``redis.asyncio`` with a :class:`~loopguard.RedisStore`, the
+        sync method in memory): same returns and errors."""
+        _check_kind(kind)
+        found = await self._awith(session_id, lambda s: self._strike(s, kind), None)
+        return _recorded(session_id, found, "strike")
 
     def strike_unlogged(self, session_id: Any, kind: str) -> Intervention | None:
         """:meth:`strike` without its decision record: for a caller that records the decision
         the strike is part of (a :class:`~loopguard.Session`'s text-loop stop).  Same returns
         and errors."""
-        if not isinstance(kind, str) or not kind:
-            raise TypeError("kind must be a non-empty str")
+        _check_kind(kind)
         return self._with(session_id, lambda s: self._strike(s, kind), None)
 
     def strikes(self, session_id: Any = None) -> int:
@@ -566,6 +581,25 @@ def _logged(session_id: Any, decision: Decision, again: bool, started: float) ->
     if not again and (decision.action != "allow" or obs_log.EAGER):
         events.tool_decision(session_id, decision, started)
     return decision
+
+
+def _check_kind(kind: Any) -> None:
+    if not isinstance(kind, str) or not kind:
+        raise TypeError("kind must be a non-empty str")
+
+
+def _signature(reasoning: Any, text: Any, tool_calls: Sequence[tuple[str, Any]]) -> tuple[str, int]:
+    """An attempt's signature and size (:func:`~loopguard.guard.repeat.attempt_signature`), its texts checked."""
+    if not isinstance(reasoning, str) or not isinstance(text, str):
+        raise TypeError("reasoning and text must be str")
+    return attempt_signature(reasoning, text, tool_calls)
+
+
+def _recorded(session_id: Any, found: Intervention | None, seam: str) -> Intervention | None:
+    """``found``, recorded in the decision log when there is one."""
+    if found is not None:
+        events.tool_interventions(session_id, (found,), seam)
+    return found
 
 
 def _noted(task: asyncio.Task[None]) -> None:
