@@ -19,6 +19,7 @@ from conftest import TEST_SOCKET_TIMEOUT, shared_data
 from loopguard import MemoryStore, RedisStore, ToolGuard
 from loopguard.guard import codec
 from loopguard.guard.state import SessionState, stable_hash
+from loopguard.store import StoreUnavailable
 from redis_server import RedisServer, killable_store, require_redis
 from store_workload import CANARY, decide, session_calls
 
@@ -214,8 +215,19 @@ def test_bad_store_arguments() -> None:
         ToolGuard(on_store_error="maybe")
     with pytest.raises(TypeError, match="store must be a MemoryStore or a RedisStore, not dict"):
         ToolGuard(store={})  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="ttl must be a positive number of seconds, got 0"):
+    with pytest.raises(ValueError, match="ttl must be a finite positive number of seconds, got 0"):
         RedisStore("redis://127.0.0.1:1/0", ttl=0)
+    for name in ("ttl", "socket_timeout", "retry_interval", "warn_interval"):
+        with pytest.raises(ValueError, match=f"{name} must be a finite positive number of seconds, got inf"):
+            RedisStore("redis://127.0.0.1:1/0", **{name: float("inf")})
+    # PEXPIRE takes milliseconds: 0.1 ms would expire at once, 1e300 s is more than Redis takes
+    for ttl in (1e-4, 1e300):
+        with pytest.raises(ValueError, match=r"ttl must be from 0.001 to 2147483648.0 seconds, got "):
+            RedisStore("redis://127.0.0.1:1/0", ttl=ttl)
+    with pytest.raises(TypeError, match="client must be a Redis client .*, not str"):
+        RedisStore(client="x")
+    with pytest.raises(TypeError, match="async_client must be a Redis client .*, not int"):
+        RedisStore(async_client=5)
     with pytest.raises(ValueError, match="prefix must be a non-empty str"):
         RedisStore("redis://127.0.0.1:1/0", prefix="")
     with pytest.raises(ValueError, match="keys must be an int >= 1, got 0"):
@@ -467,3 +479,69 @@ def test_close_drops_the_connections_and_the_next_call_reconnects(make_store: An
     assert guard.before_call("s", "grep", args).action == "allow" and store.errors == 0
     assert [n.kind for n in guard.after_call("s", "grep", args, "a.py:3: x")] == ["repeat"]
     assert guard.before_call("s", "grep", args).action == "deny"  # the state survived the close
+
+
+def test_reset_of_a_prefix_with_glob_characters_deletes_its_own_sessions_only(make_store: Any) -> None:
+    """``reset()`` matches the prefix literally: ``?``, ``*``, ``[`` and ``]`` are not wildcards."""
+    other = ToolGuard(store=make_store(prefix="tenantB:"))
+    mine = ToolGuard(store=make_store(prefix="tenant?:"))
+    brackets = ToolGuard(store=make_store(prefix="app[1]*:"))
+    for guard in (other, mine, brackets):
+        guard.before_call("a", "read_file", {"path": "a"})
+    watcher = make_store().client
+    mine.reset()
+    brackets.reset()
+    left = sorted(k.decode().split(":tg:")[0] for k in watcher.keys("*:tg:*"))
+    assert "tenantB" in left and "tenant?" not in left and "app[1]*" not in left
+
+
+def test_ping_names_a_misconfiguration_at_start_up(redis_server: Any, make_store: Any) -> None:
+    make_store().ping()  # a healthy server: no exception
+    bad_db = make_store(url=redis_server.url.rsplit("/", 1)[0] + "/99")
+    with pytest.raises(StoreUnavailable, match="ResponseError: .*DB index is out of range"):
+        bad_db.ping()
+    assert bad_db.errors == 0  # a health check is not a decision
+
+
+def test_a_sync_client_without_url_or_async_client_fails_open_and_says_why(
+    redis_server: Any, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``RedisStore(client=...)`` alone: the async methods cannot reach Redis; each async
+    decision fails open, the first warning says why, and the sync methods keep working."""
+    import asyncio
+
+    import redis
+
+    store = RedisStore(client=redis.Redis.from_url(redis_server.url), prefix=prefix)
+    guard = ToolGuard(store=store)
+    caplog.set_level(logging.WARNING, logger="loopguard.store")
+    args = {"pattern": "x", "path": "src"}
+    assert asyncio.run(guard.abefore_call("s", "grep", args)).evidence == {"store": "unavailable"}
+    assert "has no url= or async_client= for its async methods" in caplog.records[0].getMessage()
+    assert guard.before_call("s", "grep", args).call_index == 0  # the sync path is not held back
+    store.close()
+
+
+def test_an_async_client_given_is_used_and_left_open(redis_server: Any, prefix: str) -> None:
+    import asyncio
+
+    import redis.asyncio
+
+    async def main() -> tuple[list[str], bool]:
+        client = redis.asyncio.Redis.from_url(redis_server.url)
+        store = RedisStore(redis_server.url, prefix=prefix, async_client=client)
+        guard = ToolGuard(store=store)
+        args = {"pattern": "x", "path": "src"}
+        actions = []
+        for _ in range(3):
+            d = await guard.abefore_call("s", "grep", args)
+            actions.append(d.action)
+            if d.allowed:
+                await guard.aafter_call("s", "grep", args, "a.py:3: x")
+        await store.aclose()
+        alive = await client.ping()
+        await client.aclose()
+        store.close()
+        return actions, alive and store.errors == 0
+
+    assert asyncio.run(main()) == (["allow", "allow", "deny"], True)

@@ -346,7 +346,7 @@ def test_an_async_stream_never_blocks_the_loop_on_redis_without_a_stop(make_stor
         stream = aguard_stream(upstream(), session=session)
         async for _ in stream:
             passed.append(1)
-        await asyncio.gather(*session._guard._notes)  # the notes still being written
+        await store.aclose()  # waits for the notes still being written
         assert not stream.outcome.stopped
         return len(passed)
 
@@ -432,3 +432,41 @@ def test_the_stall_strike_and_replay_twins_equal_the_sync_methods(make_store: An
         arun(shared.astrike("s", ""))
     with pytest.raises(TypeError, match="reasoning and text must be str"):
         arun(shared.aobserve_attempt("s", text=b"x"))  # type: ignore[arg-type]
+
+
+def test_aclose_waits_for_the_progress_notes_of_many_streams(make_store: Any, arun: Any) -> None:
+    """Fifty async streams of one store end with progress notes still being written; ``aclose``
+    waits for them before closing the client: no note fails (no store error, no warning)."""
+    from loopguard import Session
+    from loopguard.integrations.openai import aguard_stream
+    from test_stream import chat_chunk
+
+    store = make_store()
+    sessions = [Session(f"conv-{i}", store=store) for i in range(50)]
+    real_aput = store.aput
+
+    async def slow_aput(*a: Any, **k: Any) -> Any:
+        await asyncio.sleep(0.05)  # the writes outlive the streams
+        return await real_aput(*a, **k)
+
+    store.aput = slow_aput  # type: ignore[method-assign]
+
+    async def upstream() -> Any:
+        yield chat_chunk({"role": "assistant", "content": ""})
+        for i in range(20):
+            await asyncio.sleep(0)
+            yield chat_chunk({"content": f"word{i} "})
+        yield chat_chunk({}, "stop")
+
+    async def one(session: Session) -> int:
+        return len([c async for c in aguard_stream(upstream(), session=session)])
+
+    async def main() -> tuple[list[int], int]:
+        counts = list(await asyncio.gather(*(one(s) for s in sessions)))
+        pending = len(store._tasks)
+        await store.aclose()
+        return counts, pending
+
+    counts, pending = arun(main())
+    assert counts == [22] * 50 and pending > 0  # notes were still in flight when the streams ended
+    assert store.errors == 0 and not store._tasks

@@ -91,6 +91,24 @@ class MemoryStore:
 
 
 _URL_SCHEMES = ("redis://", "rediss://", "unix://")
+_DEFAULT_URL = "redis://localhost:6379/0"
+#: The longest ``ttl`` (seconds): about 68 years (Redis takes ``PEXPIRE`` in milliseconds).
+MAX_TTL = float(2**31)
+
+
+class _NoAsyncClient(Exception):
+    """The store has no async client (``client=`` without ``url=`` or ``async_client=``)."""
+
+
+def _check_seconds(**values: Any) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise ValueError(f"{name} must be a finite positive number of seconds, got {value!r}")
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally in a Redis ``SCAN MATCH`` pattern."""
+    return "".join("\\" + c if c in "\\*?[]" else c for c in text)
 
 
 def _check_url(url: Any) -> None:
@@ -106,13 +124,15 @@ class RedisStore:
 
     Parameters
     ----------
-    url : str
+    url : str, optional
         A Redis URL (``redis://host:6379/0``, ``rediss://…``, ``unix://…``), passed to
-        ``redis.Redis.from_url``.  Needs the ``redis`` package (``pip install loopguard[redis]``).
+        ``redis.Redis.from_url`` (default ``redis://localhost:6379/0`` without ``client``).
+        Needs the ``redis`` package (``pip install loopguard[redis]``).
     prefix : str
         Prepended to every key (default ``"loopguard:"``).
     ttl : float
-        Seconds a session's state lives after its last write (default 86,400: a day).
+        Seconds a session's state lives after its last write (default 86,400: a day; from
+        0.001 to :data:`MAX_TTL`).
     socket_timeout : float
         Seconds to wait for Redis (connect and reply) before failing (default 0.25).
     retry_interval : float
@@ -123,7 +143,12 @@ class RedisStore:
         How much of a session is kept (:class:`loopguard.guard.codec.Limits`: 32 KiB at most).
     client : redis.Redis, optional
         A client to use instead of one made from ``url`` (its timeouts are then its own) by the
-        sync methods; the async ones always use a ``redis.asyncio`` client made from ``url``.
+        sync methods.
+    async_client : redis.asyncio.Redis, optional
+        The client of the async methods, for an application with one event loop.  Without it they
+        make a ``redis.asyncio`` client per event loop from ``url``; with ``client`` and neither
+        ``url`` nor ``async_client`` they cannot reach Redis (each async decision fails open, and
+        the first one logs why).
     clock : callable, optional
         Seconds for the intervals (default ``time.monotonic``).
 
@@ -140,18 +165,19 @@ class RedisStore:
     ImportError
         when the ``redis`` package is not installed (naming the extra to install).
     TypeError
-        for a ``url`` that is not a ``str``.
+        for a ``url`` that is not a ``str``, or a ``client`` that is not a Redis client.
     ValueError
         for a ``url`` that does not start with ``redis://``, ``rediss://`` or ``unix://`` (the
         URL is not repeated: it may carry a password), an empty ``prefix``, or a ``ttl``,
-        ``socket_timeout``, ``retry_interval`` or ``warn_interval`` that is not a positive number.
+        ``socket_timeout``, ``retry_interval`` or ``warn_interval`` that is not a finite positive
+        number of seconds (``ttl`` from 0.001 to :data:`MAX_TTL`).
     """
 
     shared = True
 
     def __init__(
         self,
-        url: str = "redis://localhost:6379/0",
+        url: str | None = None,
         *,
         prefix: str = "loopguard:",
         ttl: float = 86_400.0,
@@ -160,19 +186,23 @@ class RedisStore:
         warn_interval: float = 60.0,
         limits: Limits | None = None,
         client: Any = None,
+        async_client: Any = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        for name, value in (
-            ("ttl", ttl),
-            ("socket_timeout", socket_timeout),
-            ("retry_interval", retry_interval),
-            ("warn_interval", warn_interval),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        _check_seconds(
+            ttl=ttl, socket_timeout=socket_timeout, retry_interval=retry_interval, warn_interval=warn_interval
+        )
+        if not 0.001 <= ttl <= MAX_TTL:
+            raise ValueError(f"ttl must be from 0.001 to {MAX_TTL} seconds, got {ttl!r}")
         if not isinstance(prefix, str) or not prefix:
             raise ValueError("prefix must be a non-empty str")
-        if client is None:
+        for name, given in (("client", client), ("async_client", async_client)):
+            if given is not None and not callable(getattr(given, "register_script", None)):
+                raise TypeError(
+                    f"{name} must be a Redis client (redis.Redis, redis.asyncio.Redis), not {type(given).__name__}"
+                )
+        if url is not None or client is None:
+            url = _DEFAULT_URL if url is None else url
             _check_url(url)
         try:
             import redis  # the optional extra: loopguard[redis]
@@ -182,11 +212,14 @@ class RedisStore:
         self._url, self._timeout = url, float(socket_timeout)
         # event loop -> (its redis.asyncio client, the client's compare-and-set script): _aclient
         self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+        self._given_async = None if async_client is None else (async_client, async_client.register_script(_CAS))
+        self._tasks: set[asyncio.Task[Any]] = set()  # writes no caller waits for (track); aclose waits
 
-        self._errors_type: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
-        self.client: Any = client or redis.Redis.from_url(
-            url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
-        )
+        self.client: Any = client
+        if client is None:
+            self.client = redis.Redis.from_url(
+                url or _DEFAULT_URL, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout
+            )
         self.prefix, self.ttl, self.limits = prefix, float(ttl), limits or Limits()
         self.retry_interval, self.warn_interval, self._clock = float(retry_interval), float(warn_interval), clock
         self._cas = self.client.register_script(_CAS)
@@ -257,20 +290,50 @@ class RedisStore:
         self.client.close()
 
     async def aclose(self) -> None:
-        """Close the running event loop's ``redis.asyncio`` client (its connections), if one was
-        made; the next async call in that loop makes a new one.  Call it before the loop ends
-        (in ``asyncio.run``'s ``main``)."""
-        made = self._async.pop(asyncio.get_running_loop(), None)
+        """Wait for this event loop's writes that no caller waits for (:meth:`track`: progress
+        notes), then close the loop's ``redis.asyncio`` client (its connections), if one was made;
+        the next async call in that loop makes a new one.  Call it before the loop ends (in
+        ``asyncio.run``'s ``main``); a client given as ``async_client`` is left open (it is yours)."""
+        loop = asyncio.get_running_loop()
+        pending = [t for t in self._tasks if t.get_loop() is loop and not t.done()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        made = self._async.pop(loop, None)
         if made is not None:
             await made[0].aclose()
+
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """Hold ``task``, a write of this store that no caller waits for (a progress note:
+        :meth:`ToolGuard.note_progress <loopguard.ToolGuard.note_progress>`), until it is done;
+        :meth:`aclose` waits for it."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def ping(self) -> None:
+        """Ask Redis once, now (a health check at start-up: a wrong password or database shows
+        here, not as a fail-open outage later).
+
+        Raises
+        ------
+        StoreUnavailable
+            naming the error's type and Redis's message (a ``PING`` quotes no value).
+        """
+        try:
+            self.client.ping()
+        except Exception as exc:
+            raise StoreUnavailable(f"{type(exc).__name__}: {exc}") from None
 
     def _aclient(self) -> tuple[Any, Any]:
         """The ``redis.asyncio`` client of the running event loop and its compare-and-set script,
         made on first use in that loop (a client belongs to the loop it connected in; loops in
         several threads each get their own, forgotten with the loop)."""
+        if self._given_async is not None:
+            return self._given_async
         loop = asyncio.get_running_loop()
         made = self._async.get(loop)
         if made is None:
+            if self._url is None:
+                raise _NoAsyncClient("RedisStore(client=...) has no url= or async_client= for its async methods")
             import redis.asyncio
 
             client = redis.asyncio.Redis.from_url(
@@ -321,7 +384,7 @@ class RedisStore:
             if session is not None:
                 self.client.delete(self.key(session, kind))
                 return
-            for key in self.client.scan_iter(match=f"{self.prefix}{kind}:*", count=500):
+            for key in self.client.scan_iter(match=f"{_glob_escape(self.prefix)}{kind}:*", count=500):
                 self.client.delete(key)
 
     @contextlib.contextmanager
@@ -332,7 +395,7 @@ class RedisStore:
         self._check()
         try:
             yield
-        except self._errors_type as exc:
+        except Exception as exc:  # redis-py raises more than RedisError/OSError (a client closed mid-call)
             raise self._failed(exc, operation) from None
 
     def _check(self) -> None:
@@ -347,18 +410,19 @@ class RedisStore:
         warn at most once per interval, and wait ``retry_interval``."""
         now = self._clock()
         metrics.store_error(operation)
+        misconfigured = isinstance(exc, _NoAsyncClient)
         with self._lock:
             self.errors += 1
-            self._down_until = now + self.retry_interval
+            if not misconfigured:  # Redis itself is not at fault: the sync methods go on asking
+                self._down_until = now + self.retry_interval
             warn = self._warned_at is None or now - self._warned_at >= self.warn_interval
             if warn:
                 self._warned_at = now
             count = self.errors
         if warn:
             # the exception's type only: a Redis error message may quote a command's values
-            logger.warning(
-                "state store unavailable (%s); deciding without it (%d errors so far)", type(exc).__name__, count
-            )
+            why = str(exc) if misconfigured else type(exc).__name__
+            logger.warning("state store unavailable (%s); deciding without it (%d errors so far)", why, count)
         return StoreUnavailable(type(exc).__name__)
 
 

@@ -127,7 +127,6 @@ class ToolGuard:
         self._tools = Tools(config)
         self._remote = _remote(store, on_store_error)
         self._closed = on_store_error == "closed"
-        self._notes: set[asyncio.Task[None]] = set()  # progress notes being written (note_progress)
 
     def __repr__(self) -> str:
         return f"ToolGuard(sessions={len(self._sessions)})"
@@ -445,7 +444,8 @@ class ToolGuard:
         With a :class:`~loopguard.RedisStore`, called on a thread that runs an event loop (a
         :class:`~loopguard.Session` fed by an async stream adapter), the note is written by a task
         of that loop (:meth:`anote_progress`) instead of blocking the loop on Redis: no decision
-        waits for it, and a note that lands late never moves the session's progress back."""
+        waits for it (:meth:`RedisStore.aclose <loopguard.RedisStore.aclose>` does), and a note
+        that lands late never moves the session's progress back."""
         now = self._clock()
         if self._remote is not None:
             try:
@@ -454,9 +454,8 @@ class ToolGuard:
                 loop = None
             if loop is not None:
                 task = loop.create_task(self._anote(session_id, now))
-                self._notes.add(task)  # held until done: a task only weakly held may vanish
                 task.add_done_callback(_noted)
-                task.add_done_callback(self._notes.discard)
+                self._remote.track(task)  # held until done (a task only weakly held may vanish); aclose waits
                 return
         self._with(session_id, lambda s: timers.progressed(s, now), None)
 
