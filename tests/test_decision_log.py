@@ -345,3 +345,62 @@ def test_allows_only_when_debug_was_configured_or_refreshed(every: Any) -> None:
     refresh()  # the level was set by hand: allows are recorded from now on
     three_greps(ToolGuard())
     assert [f["action"] for f in fields(every)] == ["allow", "allow", "notice", "deny"]
+
+
+def test_a_second_handler_keeps_the_hashing_and_the_replica_of_the_first(every: Any) -> None:
+    first, second = io.StringIO(), io.StringIO()
+    configure_decision_log(first, replica_id="gw-1", hash_session_ids=True, session_hash_key="k3y")
+    configure_decision_log(second)  # e.g. a stderr handler added later: it changes nothing
+    three_greps(ToolGuard(), sid="alice-secret-conv")
+    key = hashlib.sha256(b"k3y").digest()
+    expected = "h:" + hashlib.blake2b(b"alice-secret-conv", key=key, digest_size=8).hexdigest()
+    for stream in (first, second):
+        lines = [json.loads(x) for x in stream.getvalue().splitlines()]
+        assert [(x["session"], x["replica"]) for x in lines] == [(expected, "gw-1")] * 2
+    configure_decision_log(io.StringIO(), hash_session_ids=False)  # an explicit False turns it off
+    every.clear()
+    three_greps(ToolGuard(), sid="bob")
+    assert {f["session"] for f in fields(every)} == {"bob"}
+
+
+def test_hashed_session_ids_reach_no_loopguard_log_line(every: Any) -> None:
+    """With hashing on, the session id appears in no record of any ``loopguard`` logger: not in
+    the decision records, nor in the session's and the brake's own lines (DEBUG and up)."""
+    configure_decision_log(io.StringIO(), hash_session_ids=True, session_hash_key="k3y")
+    sid = "user-alice@example.com-conv-7"
+    session = Session(sid)
+    session.start_attempt()
+    for _ in range(40):
+        session.feed(LOOP)
+    session.end_attempt()
+    brake = LoopBrake(max_repeats=2)
+    brake.check("search", {"q": "x"}, session_id=sid)
+    with pytest.raises(LoopBrakeError):
+        brake.check("search", {"q": "x"}, session_id=sid)
+    three_greps(ToolGuard(), sid=sid)
+    mine = [r for r in every.records if r.name.startswith("loopguard")]
+    assert {r.name for r in mine} >= {"loopguard.session", "loopguard.brake", DECISION_LOGGER}
+    assert not [r.getMessage() for r in mine if sid in r.getMessage() or sid in str(getattr(r, "loopguard", ""))]
+
+
+def test_loop_brake_fail_closed_deny_is_recorded_once(every: Any, tmp_path: Any) -> None:
+    from loopguard import LoopBrakeStoreError, RedisStore, call_hash
+    from redis_server import RedisServer, require_redis
+
+    require_redis()
+    store = RedisStore(RedisServer(tmp_path).url, retry_interval=100)  # nothing listens there
+    brake = LoopBrake(store=store, on_store_error="closed")
+    with pytest.raises(LoopBrakeStoreError):
+        brake.check("read_file", {"p": 1}, session_id="s")
+    denies = [f for f in fields(every) if f["action"] == "deny"]
+    assert denies == [
+        {
+            **rec("brake", "deny", rule="store_unavailable", kind="store_unavailable", session="s", tool="read_file"),
+            "surface": "brake",
+            "hash": call_hash("read_file", {"p": 1})[:12],
+            "evidence": {"count": 0, "limit": 3},
+            "replica": denies[0]["replica"],
+        }
+    ]
+    assert [r.name for r in warnings(every) if r.name == DECISION_LOGGER] == [DECISION_LOGGER]
+    store.close()

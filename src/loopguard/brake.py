@@ -602,6 +602,7 @@ class LoopBrake:
         if not self._closed:
             metrics.fail_open()  # the call is allowed: the store failed
             return 1, 0, False
+        events.brake(key, tool, digest, 0, self.max_repeats, True, 0.0, "store_unavailable")
         logger.info("loop brake denied tool %s: the shared state store is unavailable", shown_name(tool))
         raise LoopBrakeStoreError(
             tool_name=tool, count=0, max_repeats=self.max_repeats, hash_prefix=digest[:12], session_id=key
@@ -624,7 +625,7 @@ class LoopBrake:
                 digest[:12],
                 count,
                 limit,
-                shown_name(key),
+                obs_log.session_field(key),
                 " (call id seen before)" if repeated else "",
             )
         if denied_at:

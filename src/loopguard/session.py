@@ -507,6 +507,7 @@ class Session:
         "_attempt",
         "_clock",
         "_guard",
+        "_label",
         "_live",
         "_progress_noted",
         "_sid",
@@ -530,6 +531,7 @@ class Session:
         on_store_error: str = "open",
     ) -> None:
         self._sid = session_id
+        self._label = obs_log.SessionLabel(session_id)  # the id in log lines (hashed when configured)
         self.text_config: TextConfig = _text_config(text_config)
         self.config: SessionConfig = _session_config(config)
         self._guard = _tool_guard(guard, guard_config, clock, store, on_store_error)
@@ -684,7 +686,7 @@ class Session:
         verdict = self.end_attempt()
         if verdict.kind is not None:
             logger.info(
-                "session %r: %s ended the open attempt implicitly: %s %s", self._sid, by, verdict.action, verdict.kind
+                "session %r: %s ended the open attempt implicitly: %s %s", self._label, by, verdict.action, verdict.kind
             )
 
     # ----------------------------------------------------------------- text
@@ -839,7 +841,7 @@ class Session:
     def _overflowed(self, what: str) -> None:
         logger.info(
             "session %r: attempt %d/%d exceeds the replay bound (%s); not a replay candidate",
-            self._sid,
+            self._label,
             self._turn.number,
             self._attempt.number,
             what,
@@ -884,7 +886,7 @@ class Session:
         )
         logger.info(
             "session %r: possible text loop (%s, weak) on %s at %d (turn %d, attempt %d)",
-            self._sid,
+            self._label,
             detection.kind,
             channel,
             detection.position,
@@ -914,7 +916,7 @@ class Session:
         evidence: dict[str, Any] = {"channel": channel, "position": position, "cut": cut}
         logger.info(
             "session %r: text loop (%s) on %s at %d, cut at %d (turn %d, attempt %d)",
-            self._sid,
+            self._label,
             detection.kind if detection is not None else "?",
             channel,
             position,
@@ -978,7 +980,7 @@ class Session:
         if nudge is not None:
             return nudge
         if replay:
-            logger.info("session %r: replay mode (turn %d, attempt %d)", self._sid, self._turn.number, attempt.number)
+            logger.info("session %r: replay mode (turn %d, attempt %d)", self._label, self._turn.number, attempt.number)
             return Verdict("allow", "replay", evidence={"replay": True})
         return _ALLOW
 
@@ -1016,7 +1018,7 @@ class Session:
         if tally.nudges >= cfg.stall_nudge_max:
             logger.warning(
                 "session %r: %d reasoning-only attempts in a row; nudge cap %d reached",
-                self._sid,
+                self._label,
                 tally.stall_streak,
                 cfg.stall_nudge_max,
             )
@@ -1024,7 +1026,7 @@ class Session:
         tally.nudges += 1
         logger.info(
             "session %r: %d reasoning-only attempts in a row: nudge %d of %d",
-            self._sid,
+            self._label,
             tally.stall_streak,
             tally.nudges,
             cfg.stall_nudge_max,
@@ -1263,7 +1265,7 @@ class Session:
         if tally.empty_streak < self.config.empty_turn_limit:
             logger.info(
                 "session %r: empty turn %d (%d in a row, limit %d)",
-                self._sid,
+                self._label,
                 self._turn.number,
                 tally.empty_streak,
                 self.config.empty_turn_limit,
@@ -1278,7 +1280,7 @@ class Session:
             tally.steers += 1
             logger.info(
                 "session %r: empty turn %d (%d in a row): steer %d of %d",
-                self._sid,
+                self._label,
                 turn,
                 count,
                 tally.steers,
@@ -1295,13 +1297,13 @@ class Session:
         if cfg.empty_turn_action == "steer":
             logger.warning(
                 "session %r: empty turn %d (%d in a row): steer cap %d reached, logged only",
-                self._sid,
+                self._label,
                 turn,
                 count,
                 cfg.empty_turn_steer_max,
             )
         else:
-            logger.warning("session %r: empty turn %d (%d in a row)", self._sid, turn, count)
+            logger.warning("session %r: empty turn %d (%d in a row)", self._label, turn, count)
         verdict = Verdict("allow", "empty_turn", evidence={"count": count, "steers": tally.steers})
         events.text_verdict(self._sid, verdict, "reasoning", "empty_turn")
         return verdict
@@ -1325,7 +1327,7 @@ class Session:
             raise TypeError(f"reason must be a str, not {type(reason).__name__}")
         logger.info(
             "session %r: turn %d cancelled by the host%s",
-            self._sid,
+            self._label,
             self._turn.number,
             f": {shown_name(reason, 200)}" if reason else "",  # redacted before its cut, one line
         )

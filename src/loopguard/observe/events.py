@@ -149,8 +149,12 @@ def _verdict_record(
     emit(fields, detection=detection, to_log=to_log)
 
 
-def brake(session_key: str, tool: str, digest: str, count: int, limit: int, denied: bool, started: float) -> None:
-    """The record of a :meth:`LoopBrake.check <loopguard.LoopBrake.check>` (event ``brake``)."""
+def brake(
+    session_key: str, tool: str, digest: str, count: int, limit: int, denied: bool, started: float, rule: str = "brake"
+) -> None:
+    """The record of a :meth:`LoopBrake.check <loopguard.LoopBrake.check>` (event ``brake``); a
+    deny's ``rule`` is ``"brake"`` (the streak reached the limit) or ``"store_unavailable"``
+    (``on_store_error="closed"`` without the shared store)."""
     action = "deny" if denied else "allow"
     if wanted(action):
         fields = log.decision_fields(
@@ -158,8 +162,8 @@ def brake(session_key: str, tool: str, digest: str, count: int, limit: int, deni
             "brake",
             action,
             session_key,
-            rule="brake" if denied else "",
-            kind="brake" if denied else "",
+            rule=rule if denied else "",
+            kind=rule if denied else "",
             tool=tool,
             evidence={"count": count, "limit": limit},
             hash_prefix=digest[:12],

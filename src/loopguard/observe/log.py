@@ -120,6 +120,23 @@ def replica_id() -> str:
     return _HOST[0][1]
 
 
+class SessionLabel:
+    """A session id as log lines show it (:func:`session_field`), worked out only when a line is
+    formatted: ``logger.info("session %r: …", SessionLabel(sid))`` hides the id like the decision
+    records do when session hashing is configured."""
+
+    __slots__ = ("session_id",)
+
+    def __init__(self, session_id: Any) -> None:
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return repr(session_field(self.session_id))
+
+    def __str__(self) -> str:
+        return session_field(self.session_id)
+
+
 def session_field(session_id: Any) -> str:
     """The ``session`` field: the session key, or its keyed hash when hashing is configured."""
     key = session_key(session_id)
@@ -218,25 +235,32 @@ def configure_decision_log(
     target: str | os.PathLike[str] | IO[str],
     *,
     replica_id: str | None = None,
-    hash_session_ids: bool = False,
+    hash_session_ids: bool | None = None,
     session_hash_key: bytes | str | None = None,
-    level: int = logging.INFO,
+    level: int | None = None,
 ) -> logging.Handler:
     """Write the decision log as JSON Lines to a file or a text stream.
+
+    The replica id, the session hashing and the level are settings of the process (of every
+    handler, and of the session ids in loopguard's other log lines): a later call changes only
+    the ones it is given, so adding a second handler keeps the first one's hashing.
 
     Parameters
     ----------
     target : path or text stream
         A path (appended to, UTF-8; the lines are ASCII) or an open text stream (``sys.stderr``).
     replica_id : str, optional
-        The ``replica`` field (default ``"<hostname>-<pid>"``).
-    hash_session_ids : bool, default False
-        Log ``"h:"`` + 16 hex of a keyed BLAKE2b hash of each session key instead of the key.
+        The ``replica`` field (default ``"<hostname>-<pid>"``; ``None`` keeps the current one).
+    hash_session_ids : bool, optional
+        Log ``"h:"`` + 16 hex of a keyed BLAKE2b hash of each session key instead of the key, here
+        and in the session ids of the other ``loopguard`` loggers (``None``, the default, keeps
+        the current setting: off until a call turns it on; ``False`` turns it off).
     session_hash_key : bytes | str, optional
         The hash key; give every replica the same one so their records agree.  Default: a
         random key of this process (records of two processes then differ).
-    level : int, default ``logging.INFO``
-        The ``loopguard.decisions`` logger's level (``logging.DEBUG`` adds every allow).
+    level : int, optional
+        The ``loopguard.decisions`` logger's level (``logging.DEBUG`` adds every allow;
+        ``None`` keeps a level set before, else ``logging.INFO``).
 
     Returns
     -------
@@ -260,15 +284,17 @@ def configure_decision_log(
         raise TypeError(f"replica_id must be a str, not {type(replica_id).__name__}")
     if session_hash_key is not None and not isinstance(session_hash_key, (bytes, str)):
         raise TypeError(f"session_hash_key must be bytes or str, not {type(session_hash_key).__name__}")
-    SETTINGS.replica = replica_id
+    if replica_id is not None:
+        SETTINGS.replica = replica_id
     if hash_session_ids:
         key = session_hash_key if session_hash_key is not None else secrets.token_bytes(32)
         SETTINGS.key = hashlib.sha256(key.encode() if isinstance(key, str) else key).digest()
-    else:
+    elif hash_session_ids is not None:
         SETTINGS.key = None
     handler.setFormatter(JsonLinesFormatter())
     logger.addHandler(handler)
-    logger.setLevel(level)
+    if level is not None or logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO if level is None else level)
     SETTINGS.handlers.append(handler)
     refresh()
     return handler
