@@ -18,7 +18,7 @@ import pytest
 from conftest import TEST_SOCKET_TIMEOUT, shared_data
 from loopguard import MemoryStore, RedisStore, ToolGuard
 from loopguard.guard import codec
-from loopguard.guard.state import SessionState, stable_hash
+from loopguard.guard.state import HEAD_NOT_KEPT, SessionState, stable_hash
 from loopguard.store import StoreUnavailable
 from redis_server import RedisServer, killable_store, require_redis
 from store_workload import CANARY, decide, session_calls
@@ -126,7 +126,7 @@ def test_codec_round_trip_keeps_every_rule_state() -> None:
     assert (back.streak.last, back.streak.count, back.streak.result) == (s.streak.last, s.streak.count, s.streak.result)
     for key, k in s.keys.items():
         assert [getattr(back.keys[key], f) for f in codec._KEY_FIELDS] == [getattr(k, f) for f in codec._KEY_FIELDS]
-        assert back.keys[key].head == ""  # result text is never stored
+        assert back.keys[key].head == HEAD_NOT_KEPT  # result text is never stored
 
 
 def test_codec_refuses_another_format() -> None:
@@ -545,3 +545,21 @@ def test_an_async_client_given_is_used_and_left_open(redis_server: Any, prefix: 
         return actions, alive and store.errors == 0
 
     assert asyncio.run(main()) == (["allow", "allow", "deny"], True)
+
+
+def test_a_denial_from_stored_state_points_at_the_conversation(make_store: Any) -> None:
+    """Redis keeps no result text: the deny says where the result is instead of quoting it (it
+    said "(empty result)" before, which was false); in memory the result is still quoted."""
+    args, result = {"pattern": "TODO", "path": "src"}, "a.py:3: TODO fix the parser"
+    texts = []
+    for guard in (ToolGuard(), ToolGuard(store=make_store())):
+        for _ in range(2):
+            guard.before_call("s", "grep", args)
+            guard.after_call("s", "grep", args, result)
+        d = guard.before_call("s", "grep", args)
+        assert (d.action, d.rule) == ("deny", "repeat")
+        texts.append(d.reason)
+    memory, shared = texts
+    assert "Previous result (preserved in the conversation above): a.py:3: TODO fix the parser" in memory
+    assert "Previous result (preserved in the conversation above): (not repeated here)\n" in shared
+    assert "(empty result)" not in shared and "a.py:3" not in shared

@@ -61,6 +61,10 @@ TEMPLATES: dict[str, dict[str, str]] = {
             "{escape}"
         ),
     },
+    "result_not_kept": {
+        "en": "(not repeated here)",
+        "zh": "（此处不再重复）",
+    },
     "escape": {
         "en": (
             "If you have concrete evidence that the world changed since the last run, repeat the exact "

@@ -8,7 +8,8 @@ language codes, clock readings (seconds), the host's call ids (``str`` or ``int`
 not kept) and the action, kind, rule, tool, index and evidence (numbers and hash prefixes) of a
 decision remembered for a call id.  What is not: the arguments of the call in flight (an
 ``after_call`` on another replica hashes its arguments again), the start of a key's last result
-(a denial decided from stored state has no "Previous result" summary) and a remembered
+(a denial decided from stored state says the result is in the conversation instead of
+quoting it: :data:`~loopguard.guard.state.HEAD_NOT_KEPT`) and a remembered
 decision's reason (a fixed text replaces it).
 
 The encoding is JSON (a list, one slot per field) compressed with :mod:`zlib`; sets of 64-bit
@@ -27,7 +28,7 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from .decisions import Decision
-from .state import BoundedTable, KeyState, SessionState, stable_hash
+from .state import HEAD_NOT_KEPT, BoundedTable, KeyState, SessionState, stable_hash
 
 __all__ = ["FORMAT", "Limits", "dump", "load"]
 
@@ -140,6 +141,7 @@ def _key_state(row: list[Any]) -> tuple[str, KeyState]:
     k = KeyState(row[1])
     for name, value in zip(_KEY_FIELDS[1:], row[2:]):
         setattr(k, name, value)
+    k.head = HEAD_NOT_KEPT
     return row[0], k
 
 

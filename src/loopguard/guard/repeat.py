@@ -36,7 +36,7 @@ from ..results import stable_text, summarize_result, summary_text
 from ..terminal import shown_name
 from .context import call_key, parse_args
 from .decisions import Decision, deny, logger, notice
-from .state import KeyState
+from .state import HEAD_NOT_KEPT, KeyState
 
 if TYPE_CHECKING:
     from .config import ToolGuardConfig
@@ -109,14 +109,17 @@ def before(c: Call) -> Decision | None:
 
 
 def _deny_text(c: Call, k: KeyState, digest: str, escape: str, args: str) -> str:
+    kept = k.head != HEAD_NOT_KEPT  # a shared store keeps no result text
     return messages.render(
         "repeat_deny",
         k.lang,
         tool=c.tool,
         count=k.same,
         digest=digest,
-        summary=summarize_result(k.head, max_chars=c.cfg.result_summary_chars),
-        alternative=alternative(k.head, k.error, k.lang),
+        summary=summarize_result(k.head, max_chars=c.cfg.result_summary_chars)
+        if kept
+        else messages.render("result_not_kept", k.lang),
+        alternative=alternative(k.head if kept else "", k.error, k.lang),
         escape=escape,
         args=args,
     )

@@ -109,6 +109,11 @@ class RepeatStreak(Streak):
         self.result: str | None = None
 
 
+#: :attr:`KeyState.head` of a key loaded from a shared store, which keeps no result text: the
+#: denial then points at the conversation instead of quoting the result
+HEAD_NOT_KEPT = "\x00loopguard: not kept"
+
+
 class KeyState:
     """The ``repeat`` rule's state of one call key in one session."""
 
