@@ -470,3 +470,43 @@ def test_aclose_waits_for_the_progress_notes_of_many_streams(make_store: Any, ar
     counts, pending = arun(main())
     assert counts == [22] * 50 and pending > 0  # notes were still in flight when the streams ended
     assert store.errors == 0 and not store._tasks
+
+
+def test_session_async_tool_twins_equal_the_sync_methods(make_store: Any, arun: Any) -> None:
+    """``Session.atool_call`` / ``atool_result`` / ``acheck_stall`` on a shared store give the
+    verdicts the sync methods give in memory, without the blocking client."""
+    from loopguard import Session
+
+    now = [0.0]
+    mem = Session("conv", clock=lambda: now[0])
+    store = make_store()
+    shared = Session("conv", store=store, clock=lambda: now[0])
+    blocking: list[str] = []
+    for name in ("get", "put"):
+        real = getattr(store, name)
+        setattr(store, name, lambda *a, _n=name, _r=real, **k: blocking.append(_n) or _r(*a, **k))
+    args, result = {"pattern": "TODO", "path": "src"}, "a.py:3: TODO"
+
+    def shape(v: Any) -> tuple[str, str | None, str]:
+        return (v.action, v.kind, v.reason.split("\n")[0][:60])
+
+    want = []
+    for _ in range(3):
+        want.append(shape(mem.tool_call("grep", args)))
+        want.append(shape(mem.tool_result("grep", args, result)))
+    now[0] = 11 * 60.0
+    want.append(shape(mem.check_stall()))
+
+    async def main() -> list[Any]:
+        got = []
+        now[0] = 0.0
+        for _ in range(3):
+            got.append(shape(await shared.atool_call("grep", args)))
+            got.append(shape(await shared.atool_result("grep", args, result)))
+        now[0] = 11 * 60.0
+        got.append(shape(await shared.acheck_stall()))
+        return got
+
+    assert arun(main()) == want
+    assert [w[0] for w in want] == ["allow", "allow", "allow", "notice", "deny", "allow", "notice"]
+    assert want[-1][1] == "stalled" and blocking == [] and store.errors == 0

@@ -87,7 +87,7 @@ import enum
 import itertools
 import logging
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -1145,10 +1145,22 @@ class Session:
         reported it with :meth:`note_tool_call`), whatever the decision.  A
         progress event.
         """
+        self._check_call(tool)
+        return self._called(tool, args, self._guard.before_call(self._sid, tool, args, call_id=call_id))
+
+    async def atool_call(self, tool: str, args: Any, *, call_id: Hashable | None = None) -> Verdict:
+        """:meth:`tool_call` awaited (:meth:`ToolGuard.abefore_call`: ``redis.asyncio`` with a
+        shared store, the event loop not blocked).  Same parameters, returns and errors."""
+        self._check_call(tool)
+        return self._called(tool, args, await self._guard.abefore_call(self._sid, tool, args, call_id=call_id))
+
+    def _check_call(self, tool: Any) -> None:
         self._alive()
         if not isinstance(tool, str) or not tool:
             raise TypeError(f"tool must be a non-empty str, not {type(tool).__name__}")
-        decision = self._guard.before_call(self._sid, tool, args, call_id=call_id)
+
+    def _called(self, tool: str, args: Any, decision: Decision) -> Verdict:
+        """The call recorded in the open attempt (once), and the decision as a verdict."""
         if (self._state is _ATTEMPT or self._state is _STOPPED) and (tool, args) not in self._attempt.record.calls:
             self.note_tool_call(tool, args)
         return Verdict(
@@ -1187,15 +1199,15 @@ class Session:
         Does not start an attempt.  A progress event.
         """
         self._alive()
-        out = tuple(self._guard.after_call(self._sid, tool, args, result, error=error, call_id=call_id))
-        if not out:
-            return _ALLOW
-        cancels = [i for i in out if i.action == "cancel"]
-        action: Action = "cancel" if cancels else "notice"
-        head = cancels[0] if cancels else out[0]
-        return Verdict(
-            action, head.kind, "\n".join(i.text for i in out), interventions=out, evidence=dict(head.evidence)
-        )
+        return _verdict(self._guard.after_call(self._sid, tool, args, result, error=error, call_id=call_id))
+
+    async def atool_result(
+        self, tool: str, args: Any, result: Any, *, error: bool = False, call_id: Hashable | None = None
+    ) -> Verdict:
+        """:meth:`tool_result` awaited (:meth:`ToolGuard.aafter_call`).  Same parameters, returns
+        and errors."""
+        self._alive()
+        return _verdict(await self._guard.aafter_call(self._sid, tool, args, result, error=error, call_id=call_id))
 
     # ------------------------------------------------------ stall, empty turns
 
@@ -1216,10 +1228,12 @@ class Session:
             after :meth:`dispose`.
         """
         self._alive()
-        found = self._guard.check_stall(self._sid)
-        if found is None:
-            return _ALLOW
-        return Verdict(found.action, found.kind, found.text, interventions=(found,), evidence=dict(found.evidence))
+        return _verdict(self._guard.check_stall(self._sid))
+
+    async def acheck_stall(self) -> Verdict:
+        """:meth:`check_stall` awaited (:meth:`ToolGuard.acheck_stall`).  Same returns and errors."""
+        self._alive()
+        return _verdict(await self._guard.acheck_stall(self._sid))
 
     def end_turn(self) -> Verdict:
         """The turn ended with the agent's final answer: the ``empty_turn`` rule (spec §3).
@@ -1381,6 +1395,19 @@ def _session_config(value: SessionConfig | None) -> SessionConfig:
     if not isinstance(value, SessionConfig):
         raise TypeError(f"config must be a SessionConfig or None, not {type(value).__name__}")
     return value
+
+
+def _verdict(found: Sequence[Intervention] | Intervention | None) -> Verdict:
+    """Interventions as a verdict: ``cancel`` when one cancels (``circuit_breaker``, ``strikes``),
+    ``notice`` when there are any (kind of the first cancelling, else the first; their texts
+    joined by newlines), else ``allow``."""
+    out = (found,) if isinstance(found, Intervention) else tuple(found or ())
+    if not out:
+        return _ALLOW
+    cancels = [i for i in out if i.action == "cancel"]
+    action: Action = "cancel" if cancels else "notice"
+    head = cancels[0] if cancels else out[0]
+    return Verdict(action, head.kind, "\n".join(i.text for i in out), interventions=out, evidence=dict(head.evidence))
 
 
 def _tool_guard(
