@@ -510,3 +510,22 @@ def test_session_async_tool_twins_equal_the_sync_methods(make_store: Any, arun: 
     assert arun(main()) == want
     assert [w[0] for w in want] == ["allow", "allow", "allow", "notice", "deny", "allow", "notice"]
     assert want[-1][1] == "stalled" and blocking == [] and store.errors == 0
+
+
+def test_async_with_closes_both_clients(make_store: Any) -> None:
+    store = make_store()
+    guard = ToolGuard(store=store)
+
+    async def main() -> tuple[str, int]:
+        async with store:
+            action = (await guard.abefore_call("s", "ls", {})).action
+            guard.before_call("s", "ls", {})  # the sync client too
+            made = len(store._async)
+        return action, made
+
+    action, made = asyncio.run(main())
+    assert (action, made) == ("allow", 1) and len(store._async) == 0
+    pool = store.client.connection_pool
+    assert all(c._sock is None for c in pool._available_connections)  # disconnected
+    with store as same:
+        assert same is store and guard.before_call("s", "ls", {}).call_index == 2

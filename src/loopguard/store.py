@@ -289,6 +289,22 @@ class RedisStore:
         sync call connects again.  The async clients: :meth:`aclose`, in their event loop."""
         self.client.close()
 
+    def __enter__(self) -> RedisStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """``with RedisStore(url) as store:`` closes the sync client at the end (:meth:`close`)."""
+        self.close()
+
+    async def __aenter__(self) -> RedisStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """``async with RedisStore(url) as store:`` waits for the loop's pending writes and closes
+        its async client (:meth:`aclose`), then the sync client (:meth:`close`)."""
+        await self.aclose()
+        self.close()
+
     async def aclose(self) -> None:
         """Wait for this event loop's writes that no caller waits for (:meth:`track`: progress
         notes), then close the loop's ``redis.asyncio`` client (its connections), if one was made;
