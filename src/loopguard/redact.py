@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -379,21 +379,24 @@ def _after(pattern: re.Pattern[str], text: str, spans: list[Span], cookie: bool 
     """The value after each match of ``pattern`` (``IDENTIFIED BY 'V'``, ``-u user:V``, netrc's
     ``password V``); with ``cookie``, only the cookie values of one holding ``=`` (curl's
     ``-b 'sid=V'``).  Reading resumes after each value: linear."""
-    pos = 0
-    while True:
-        m = pattern.search(text, pos)
-        if m is None:
-            return
-        pos = m.end()
-        value = _value(text, pos)
-        if value is None:
-            continue
-        start, end, resume = value
-        pos = max(pos, resume)
+    for start, end in _values_after(pattern, text):
         if not cookie:
             spans.append((start, end))
         elif "=" in text[start:end]:
             _cookies(text, start, end, spans)
+
+
+def _values_after(pattern: re.Pattern[str], text: str, skip: int | None = None) -> Iterator[Span]:
+    """``(start, end)`` of the value read after each match of ``pattern``: at its end, or
+    ``skip`` code points after its start.  Reading resumes after each value (an unclosed
+    bracket: the end): linear."""
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        pos = m.end()
+        value = _value(text, pos if skip is None else m.start() + skip)
+        if value is not None:
+            pos = max(pos, value[2])
+            yield value[:2]
 
 
 def _password_commands(text: str, spans: list[Span]) -> None:
@@ -421,16 +424,7 @@ def _short_password(text: str, spans: list[Span]) -> None:
     plain and quoted values in one pass; bracketed ones, and those behind an escaped quote, read
     by :func:`_value`, resuming after what was read."""
     spans += [m.span(m.lastindex or 0) for m in _SHORT_P.finditer(text)]
-    pos = 0
-    while True:
-        m = _SHORT_P_OTHER.search(text, pos)
-        if m is None:
-            return
-        pos = m.end()
-        value = _value(text, m.start() + 2)
-        if value is not None:
-            spans.append(value[:2])
-            pos = max(pos, value[2])  # resume after what was read (an unclosed bracket: the end)
+    spans += _values_after(_SHORT_P_OTHER, text, skip=2)
 
 
 def _url_credentials(text: str, spans: list[Span]) -> None:

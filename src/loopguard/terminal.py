@@ -17,6 +17,7 @@ JSON reader gets the original text back).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -133,8 +134,18 @@ def redacted_name(name: Any, limit: int = NAME_CHARS) -> str:
     'PGPASSWORD=[REDACTED] psql'
     """
     text = name if isinstance(name, str) else str(name)
+    # the same few tool names come again and again: a short one is redacted once (cached)
+    return _redacted_short(text, limit) if len(text) <= _CACHED_CHARS else _redacted(text, limit)
+
+
+def _redacted(text: str, limit: int) -> str:
     shown, cut = redact_head(text, limit)
     return shown + ("…" if cut else "")
+
+
+_CACHED_CHARS = 256
+"""Names up to this many code points are redacted once, in :func:`_redacted_short`'s cache."""
+_redacted_short = functools.lru_cache(maxsize=1024)(_redacted)
 
 
 def shown_name(name: Any, limit: int = NAME_CHARS) -> str:
