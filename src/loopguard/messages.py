@@ -13,7 +13,6 @@ kana and hangul (Japanese and Korean text get English).
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
@@ -290,19 +289,8 @@ def render(template: str, language: str, **fields: Any) -> str:
         fields["tool"] = shown_name(fields["tool"], _TOOL_CHARS)
     # each field redacted on its own (the templates hold no secrets): a preview cut inside a
     # quoted value then cannot make the redactor take the template's text after it for the value
-    safe = {k: v if isinstance(v, (int, float)) else _redacted_field(str(v)) for k, v in fields.items()}
+    safe = {k: v if isinstance(v, (int, float)) else redact_secrets(str(v)) for k, v in fields.items()}
     return table.get(language, table["en"]).format(**safe)
-
-
-_CACHED_CHARS = 256
-"""Fields up to this many code points are redacted once, in :func:`_redacted_short`'s cache."""
-_redacted_short = functools.lru_cache(maxsize=1024)(redact_secrets)
-
-
-def _redacted_field(text: str) -> str:
-    """:func:`~loopguard.redact.redact_secrets` of a field: the same tool names, rule lists
-    and hints come again and again, so a short one is redacted once (cached)."""
-    return _redacted_short(text) if len(text) <= _CACHED_CHARS else redact_secrets(text)
 
 
 def arguments_preview(args: Any, limit: int) -> str:
