@@ -563,3 +563,33 @@ def test_a_denial_from_stored_state_points_at_the_conversation(make_store: Any) 
     assert "Previous result (preserved in the conversation above): a.py:3: TODO fix the parser" in memory
     assert "Previous result (preserved in the conversation above): (not repeated here)\n" in shared
     assert "(empty result)" not in shared and "a.py:3" not in shared
+
+
+def test_a_replica_deciding_again_for_its_session_takes_one_round_trip(make_store: Any) -> None:
+    """The store keeps the state it last wrote: a replica's next decision for the same session
+    is the compare-and-set write alone (no load); after another replica wrote, the write fails,
+    brings the current state, and the decision is taken again on it (still exact)."""
+    a, b = make_store(cache_sessions=1024), make_store(cache_sessions=1024)
+    ga, gb, mem = ToolGuard(store=a), ToolGuard(store=b), ToolGuard()
+    watcher = make_store().client
+
+    def commands() -> dict[str, int]:
+        stats = watcher.info("commandstats")
+        return {c: stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("hmget", "evalsha")}
+
+    ga.before_call("s", "read_file", {"path": "x.py"})
+    mem.before_call("s", "read_file", {"path": "x.py"})
+    before = commands()
+    for i in range(10):
+        assert ga.before_call("s", "read_file", {"path": f"{i}.py"}).call_index == i + 1
+        mem.before_call("s", "read_file", {"path": f"{i}.py"})
+    after = commands()
+    assert (after["hmget"] - before["hmget"], after["evalsha"] - before["evalsha"]) == (0, 10)
+    conflicts = a.conflicts
+    assert gb.before_call("s", "ls", {}).call_index == 11  # the other replica: load and write
+    d = ga.before_call("s", "ls", {})  # a's cached state is stale: its write fails, then succeeds
+    assert (d.call_index, a.conflicts) == (12, conflicts + 1)
+    assert d.action == mem.before_call("s", "ls", {}).action == "allow"
+    assert ToolGuard(store=make_store()).before_call("s", "ls", {}).call_index == 13  # no cache: a load
+    with pytest.raises(ValueError, match="cache_sessions must be an int >= 0, got -1"):
+        RedisStore("redis://127.0.0.1:1/0", cache_sessions=-1)

@@ -278,13 +278,14 @@ def test_async_wrappers_use_the_async_store(make_store: Any, arun: Any) -> None:
     guarded = wrap_tool(grep, guard, tool="grep", session_id="w")
     braked = wrap_execute(search, brake, tool="search", session_id="w")
     sync_calls = {"n": 0}
-    real_get = store.get
+    for name in ("get", "put", "swap"):
+        real = getattr(store, name)
 
-    def counting_get(*a: Any, **k: Any) -> Any:
-        sync_calls["n"] += 1
-        return real_get(*a, **k)
+        def counting(*a: Any, _real: Any = real, **k: Any) -> Any:
+            sync_calls["n"] += 1
+            return _real(*a, **k)
 
-    store.get = counting_get  # type: ignore[method-assign]
+        setattr(store, name, counting)
 
     async def main() -> tuple[list[str], list[int]]:
         out = [await guarded({"pattern": "needle", "path": "."}) for _ in range(3)]
@@ -307,7 +308,7 @@ def _spy_sync_calls(store: Any, passed: list[int]) -> list[tuple[int, bool]]:
     """Record each use of the store's blocking client: (chunks passed so far, on the loop's thread)."""
     calls: list[tuple[int, bool]] = []
     loop_thread = threading.get_ident()  # the test runs the loop in this thread
-    for name in ("get", "put", "counter"):
+    for name in ("get", "put", "swap", "counter"):
         real = getattr(store, name)
 
         def spy(*a: Any, _real: Any = real, **k: Any) -> Any:
@@ -392,7 +393,7 @@ def test_the_stall_strike_and_replay_twins_equal_the_sync_methods(make_store: An
     store = make_store()
     shared = ToolGuard(store=store, clock=lambda: now[0])
     blocking: list[str] = []
-    for name in ("get", "put"):
+    for name in ("get", "put", "swap"):
         real = getattr(store, name)
         setattr(store, name, lambda *a, _n=name, _r=real, **k: blocking.append(_n) or _r(*a, **k))
     answer = "The fix is in parser.py: the loop bound was off by one. " * 3  # >= min_replay_chars
@@ -443,13 +444,13 @@ def test_aclose_waits_for_the_progress_notes_of_many_streams(make_store: Any, ar
 
     store = make_store()
     sessions = [Session(f"conv-{i}", store=store) for i in range(50)]
-    real_aput = store.aput
+    real_aswap = store.aswap
 
-    async def slow_aput(*a: Any, **k: Any) -> Any:
+    async def slow_aswap(*a: Any, **k: Any) -> Any:
         await asyncio.sleep(0.05)  # the writes outlive the streams
-        return await real_aput(*a, **k)
+        return await real_aswap(*a, **k)
 
-    store.aput = slow_aput  # type: ignore[method-assign]
+    store.aswap = slow_aswap  # type: ignore[method-assign]
 
     async def upstream() -> Any:
         yield chat_chunk({"role": "assistant", "content": ""})
@@ -482,7 +483,7 @@ def test_session_async_tool_twins_equal_the_sync_methods(make_store: Any, arun: 
     store = make_store()
     shared = Session("conv", store=store, clock=lambda: now[0])
     blocking: list[str] = []
-    for name in ("get", "put"):
+    for name in ("get", "put", "swap"):
         real = getattr(store, name)
         setattr(store, name, lambda *a, _n=name, _r=real, **k: blocking.append(_n) or _r(*a, **k))
     args, result = {"pattern": "TODO", "path": "src"}, "a.py:3: TODO"

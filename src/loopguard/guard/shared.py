@@ -4,12 +4,15 @@ back with a compare-and-set on the session's version, again on a conflict; witho
 
 The loop itself is one sans-IO plan (:func:`_plan`): it asks for the store's reads and writes
 and is told their replies; :func:`apply` answers it with the sync store methods, :func:`aapply`
-with their async twins."""
+with their async twins.  A decision that writes starts from the state the store last knew for
+the session (``get(cached=True)``: no round trip when this replica decided for it before); a
+conflict's reply carries the current state, on which the decision is taken again."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -39,8 +42,8 @@ Decide = Callable[[SessionState], T]
 #: what the plan asks the store: ``("get", None)`` (the session's state and version) or
 #: ``("put", (state, version))`` (the compare-and-set write)
 Request = tuple[str, tuple[bytes, int] | None]
-#: the store's reply: a get's (state or ``None``, version), a put's written-or-conflict, or
-#: ``None`` when the store is unavailable
+#: the store's reply: a get's (state or ``None``, version); a put's ``True`` (written) or, on a
+#: conflict, the current (state or ``None``, version); ``None`` when the store is unavailable
 Reply = tuple[bytes | None, int] | bool | None
 
 
@@ -49,8 +52,8 @@ def _plan(
 ) -> Generator[Request, Reply, T]:
     """The load/decide/write loop without I/O: it yields its requests, is sent their replies
     (``None`` when the store is unavailable) and returns the result."""
+    got = yield ("get", None)
     for _ in range(TRIES):
-        got = yield ("get", None)
         if not isinstance(got, tuple):
             return fallback()
         blob, version = got
@@ -59,10 +62,9 @@ def _plan(
         if not write:
             return result
         done = yield ("put", (codec.dump(s, store.limits), version))
-        if not isinstance(done, bool):
-            return fallback()
-        if done:
+        if done is True:
             return result
+        got = done  # a conflict: the current state, or None (unavailable)
     logger.warning("state store: %d conflicting writes in a row; deciding without it", TRIES)
     return fallback()
 
@@ -89,13 +91,18 @@ def apply(
     """``fn`` run on the session's stored state (``make()`` when there is none), the state
     written back when ``write``; ``fallback()`` when the store cannot be used."""
     run = _Run(_plan(store, make, fn, fallback, write))
+    conflicts = 0
     request = run.send(None)
     while request is not None:
         put = request[1]
         try:
-            reply: Reply = store.get(session) if put is None else store.put(session, *put)
+            reply: Reply = store.get(session, cached=write) if put is None else _swapped(store.swap(session, *put))
         except StoreUnavailable:
             reply = None
+        if put is not None and isinstance(reply, tuple):  # a conflict: pause before deciding again
+            conflicts += 1
+            if conflicts > 1:  # the first may be a cached state gone stale: no contention yet
+                time.sleep(_pause(conflicts - 1))
         request = run.send(reply)
     return run.result
 
@@ -107,26 +114,40 @@ async def aapply(
     the same loads, decisions, writes and fallbacks, awaited on the running event loop, with a
     short random pause (:func:`backoff`) before each retry after a conflict."""
     run = _Run(_plan(store, make, fn, fallback, write))
-    attempt = 0
+    conflicts = 0
     request = run.send(None)
     while request is not None:
         put = request[1]
-        if put is None:  # a load: the first, or again after a conflict
-            if attempt:
-                await backoff(attempt)
-            attempt += 1
         try:
-            reply: Reply = await (store.aget(session) if put is None else store.aput(session, *put))
+            if put is None:
+                reply: Reply = await store.aget(session, cached=write)
+            else:
+                reply = _swapped(await store.aswap(session, *put))
         except StoreUnavailable:
             reply = None
+        if put is not None and isinstance(reply, tuple):  # a conflict: pause before deciding again
+            conflicts += 1
+            if conflicts > 1:  # the first may be a cached state gone stale: no contention yet
+                await backoff(conflicts - 1)
         request = run.send(reply)
     return run.result
 
 
+def _swapped(done: tuple[bool, bytes | None, int]) -> Reply:
+    """A :meth:`~loopguard.RedisStore.swap` as the plan's reply: ``True``, or the current state."""
+    return True if done[0] else (done[1], done[2])
+
+
 async def backoff(attempt: int) -> None:
-    """A random pause after the ``attempt``-th conflict (up to ``attempt`` ms): two tasks of one
+    """A random pause after the ``attempt``-th conflict (:func:`_pause`): two tasks of one
     event loop in lockstep would otherwise conflict the same way on every try."""
-    await asyncio.sleep(random.random() * 0.001 * attempt)
+    await asyncio.sleep(_pause(attempt))
+
+
+def _pause(attempt: int) -> float:
+    """Seconds to pause after the ``attempt``-th conflict in a row: random, up to ``attempt`` ms
+    (writers in lockstep, threads or tasks, would otherwise conflict the same way every time)."""
+    return random.random() * 0.001 * attempt
 
 
 def _decode(blob: bytes, make: Make) -> SessionState:
