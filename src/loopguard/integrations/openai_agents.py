@@ -150,7 +150,9 @@ class AgentLoopGuard:
         try:
             verdict = await self.session_for(ctx.context).atool_call(tool, ctx.tool_arguments, call_id=ctx.tool_call_id)
         except Exception as exc:
-            logger.warning("loopguard error before %s (%s); the call goes through", shown_name(tool), type(exc).__name__)
+            logger.warning(
+                "loopguard error before %s (%s); the call goes through", shown_name(tool), type(exc).__name__
+            )
             return ToolGuardrailFunctionOutput.allow()
         if verdict.action == "cancel":
             logger.info("cancel before %s: %s", shown_name(tool), verdict.kind)
@@ -171,7 +173,9 @@ class AgentLoopGuard:
             session = self.session_for(ctx.context)
             verdict = await session.atool_result(tool, ctx.tool_arguments, result, call_id=ctx.tool_call_id)
         except Exception as exc:
-            logger.warning("loopguard error after %s (%s); the result goes through", shown_name(tool), type(exc).__name__)
+            logger.warning(
+                "loopguard error after %s (%s); the result goes through", shown_name(tool), type(exc).__name__
+            )
             verdict = Verdict("allow")
         if verdict.action == "cancel":
             logger.info("cancel after %s: %s", shown_name(tool), verdict.kind)
