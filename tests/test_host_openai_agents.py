@@ -8,6 +8,8 @@ import asyncio
 import json
 import logging
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from agents import (  # noqa: E402
     ModelResponse,
     Runner,
     ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrailTripwireTriggered,
     Usage,
     function_tool,
 )
@@ -110,23 +113,26 @@ def looping_steps(n: int, args: dict[str, str] = ARGS) -> list[list[Any]]:
     return [[function_call("grep", args, call_id=f"c{i}")] for i in range(n)] + [[assistant_message("done")]]
 
 
-def bare_guard_run(n: int, args: dict[str, str] = ARGS) -> tuple[list[str], int, tuple[int, str]]:
+def bare_guard_run(
+    n: int, args: dict[str, str] = ARGS, *, tool: str = "grep", vary: bool = False, result: str = RESULT
+) -> tuple[list[str], int, tuple[int, str]]:
     """The same calls fed to a bare ToolGuard: (the outputs the model would read, how many bodies
-    ran, (index, kind) of the cancel)."""
-    guard, outputs, ran = ToolGuard(), [], 0
+    ran, (index, kind) of the cancel: before the call, or ``"after"`` it ran)."""
+    guard, outputs, ran = ToolGuard(), list[str](), 0
     for i in range(n):
-        d = guard.before_call("conv", "grep", args, call_id=f"c{i}")
+        call = {k: f"{v}{i}" for k, v in args.items()} if vary else args
+        d = guard.before_call("conv", tool, call, call_id=f"c{i}")
         if d.action == "cancel":
             return outputs, ran, (i, str(d.kind))
         if not d.allowed:
             outputs.append(d.reason)
             continue
         ran += 1
-        notes = guard.after_call("conv", "grep", args, RESULT, call_id=f"c{i}")
-        texts = [d.reason] if d.action == "notice" and d.reason else []
-        outputs.append(RESULT + "".join("\n\n" + t for t in [*texts, *(x.text for x in notes)]))
+        notes = guard.after_call("conv", tool, call, result, call_id=f"c{i}")
         if any(x.action == "cancel" for x in notes):
             return outputs, ran, (i, "after")
+        texts = [d.reason] if d.action == "notice" and d.reason else []
+        outputs.append(result + "".join("\n\n" + t for t in [*texts, *(x.text for x in notes)]))
     raise AssertionError("the bare guard never cancelled")
 
 
@@ -160,6 +166,32 @@ def test_the_sync_runner_stops_the_same_loop_at_the_same_index() -> None:
         policy.get_event_loop().close()
         policy.set_event_loop(None)
     assert (len(ran), tool_outputs(model)) == (expected_runs, expected)
+
+
+def test_a_circuit_breaker_after_a_call_stops_the_run_where_the_bare_guard_does() -> None:
+    """Eight URLs answering with the same blocked page (docs/tools.md): the breaker cancels after
+    the 8th call ran; the output guardrail raises the SDK's tripwire there."""
+    page = "Access denied. You have been blocked by the site's security service. Ray ID 8f2."
+    expected, expected_runs, (cancel_at, kind) = bare_guard_run(
+        12, {"url": "https://example.com/p"}, tool="fetch", vary=True, result=page
+    )
+    assert (expected_runs, cancel_at, kind) == (8, 7, "after")
+    fetched: list[str] = []
+
+    @function_tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        fetched.append(url)
+        return page
+
+    steps = [[function_call("fetch", {"url": f"https://example.com/p{i}"}, call_id=f"c{i}")] for i in range(12)]
+    model = ScriptedModel(steps)
+    agent = guard_agent(Agent(name="a", tools=[fetch], model=model), Session("conv"))
+    with pytest.raises(ToolOutputGuardrailTripwireTriggered) as err:
+        asyncio.run(Runner.run(agent, "read them", max_turns=50))
+    assert len(fetched) == expected_runs and tool_outputs(model) == expected  # notices appended as the guard wrote them
+    info = err.value.output.output_info
+    assert info == {"loopguard": "cancel", "kind": "circuit_breaker", "rule": "circuit_breaker", "call_index": cancel_at}
 
 
 def clean_run(guarded: bool) -> tuple[list[str], list[dict[str, str]], Any]:
@@ -279,6 +311,12 @@ def test_a_session_function_keys_conversations_by_the_run_context() -> None:
         asyncio.run(Runner.run(agent, "find", context={"conversation_id": conv}, max_turns=50))
         counts.append(sum(o.startswith("[loopguard] Duplicate") for o in tool_outputs(model)))
     assert counts == [1, 1] and sorted(sessions) == ["a", "b"]  # each conversation its own count
+
+
+def test_without_the_sdk_the_import_names_the_extra() -> None:
+    code = "import sys; sys.modules['agents'] = None; import loopguard.integrations.openai_agents"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 1 and 'pip install "loopguard[openai-agents]"' in out.stderr
 
 
 def test_guard_agent_leaves_the_original_agent_alone() -> None:

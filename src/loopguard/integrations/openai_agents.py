@@ -89,13 +89,16 @@ class AgentLoopStopped(RuntimeError):
 
 
 def _info(verdict: Verdict) -> dict[str, Any]:
-    """The ``output_info`` of a guardrail output: what decided, never arguments or results."""
-    d = verdict.decision
+    """The ``output_info`` of a guardrail output: what decided (the decision, else the first
+    cancelling, else the first intervention), never arguments or results."""
+    by: Any = verdict.decision
+    if by is None and verdict.interventions:
+        by = next((i for i in verdict.interventions if i.action == "cancel"), verdict.interventions[0])
     return {
         "loopguard": verdict.action,
         "kind": verdict.kind,
-        "rule": d.rule if d is not None else None,
-        "call_index": d.call_index if d is not None else None,
+        "rule": by.rule if by is not None else None,
+        "call_index": by.call_index if by is not None else None,
     }
 
 
@@ -276,13 +279,14 @@ class LoopGuardHooks(AgentHooks[Any]):
     def __init__(self, owner: AgentLoopGuard, inner: AgentHooks[Any] | None = None) -> None:
         self._owner, self.inner = owner, inner
 
-    def _session(self, context: RunContextWrapper[Any]) -> Session | None:
+    def _session(self, context: RunContextWrapper[Any], text: bool = True) -> Session | None:
+        """The run's session; ``None`` on an error, or for ``text`` while a stream guard feeds it."""
         try:
             session = self._owner.session_for(context.context)
         except Exception as exc:
             logger.warning("loopguard error finding the session (%s); the run goes on unwatched", type(exc).__name__)
             return None
-        return None if self._owner.streaming(session) else session
+        return None if text and self._owner.streaming(session) else session
 
     async def on_llm_start(
         self, context: RunContextWrapper[Any], agent: Agent[Any], system_prompt: str | None, input_items: list[Any]
@@ -309,7 +313,7 @@ class LoopGuardHooks(AgentHooks[Any]):
 
     async def on_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
         """The agent's final output: the end of the session's turn (``empty_turn``)."""
-        session = self._session(context)
+        session = self._session(context, text=False)
         if session is not None:
             try:
                 verdict = session.end_turn()
