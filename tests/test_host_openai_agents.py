@@ -191,7 +191,12 @@ def test_a_circuit_breaker_after_a_call_stops_the_run_where_the_bare_guard_does(
         asyncio.run(Runner.run(agent, "read them", max_turns=50))
     assert len(fetched) == expected_runs and tool_outputs(model) == expected  # notices appended as the guard wrote them
     info = err.value.output.output_info
-    assert info == {"loopguard": "cancel", "kind": "circuit_breaker", "rule": "circuit_breaker", "call_index": cancel_at}
+    assert info == {
+        "loopguard": "cancel",
+        "kind": "circuit_breaker",
+        "rule": "circuit_breaker",
+        "call_index": cancel_at,
+    }
 
 
 def clean_run(guarded: bool) -> tuple[list[str], list[dict[str, str]], Any]:
