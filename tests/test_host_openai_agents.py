@@ -22,6 +22,7 @@ host = require_host("agents", "openai-agents")
 
 from agents import (  # noqa: E402
     Agent,
+    AgentHooks,
     Model,
     ModelResponse,
     Runner,
@@ -316,6 +317,25 @@ def test_a_session_function_keys_conversations_by_the_run_context() -> None:
         asyncio.run(Runner.run(agent, "find", context={"conversation_id": conv}, max_turns=50))
         counts.append(sum(o.startswith("[loopguard] Duplicate") for o in tool_outputs(model)))
     assert counts == [1, 1] and sorted(sessions) == ["a", "b"]  # each conversation its own count
+
+
+def test_the_agents_own_hooks_still_run() -> None:
+    seen: list[str] = []
+
+    class Mine(AgentHooks[Any]):
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            seen.append("llm_end")
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            seen.append(f"tool_end:{result}")
+
+        async def on_end(self, context: Any, agent: Any, output: Any) -> None:
+            seen.append(f"end:{output}")
+
+    model = ScriptedModel(looping_steps(1))
+    agent = guard_agent(Agent(name="a", tools=[make_grep([])], model=model, hooks=Mine()), Session("own"))
+    asyncio.run(Runner.run(agent, "find"))
+    assert seen == ["llm_end", f"tool_end:{RESULT}", "llm_end", "end:done"]
 
 
 def test_without_the_sdk_the_import_names_the_extra() -> None:

@@ -60,7 +60,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         'loopguard.integrations.openai_agents needs the OpenAI Agents SDK: pip install "loopguard[openai-agents]"'
     ) from exc
 
-__all__ = ["AgentLoopGuard", "AgentLoopStopped", "GuardedRunStream", "guard_agent"]
+__all__ = ["AgentLoopGuard", "AgentLoopStopped", "GuardedRunStream", "LoopGuardHooks", "guard_agent"]
 
 logger = logging.getLogger("loopguard.integrations.openai_agents")
 
