@@ -249,12 +249,15 @@ def test_a_clean_streamed_run_passes_every_event() -> None:
 
     async def run(guarded: bool) -> list[Any]:
         agent: Agent[Any] = Agent(name="a", model=ScriptedModel([[answer]]))
-        loop_guard = AgentLoopGuard(Session("s"))
+        session = Session("s")
+        loop_guard = AgentLoopGuard(session)
         if guarded:
             agent = guard_agent(agent, loop_guard)
         result = Runner.run_streamed(agent, "sum it")
         source = loop_guard.stream_events(result) if guarded else result.stream_events()
         events = [(e.type, getattr(getattr(e, "data", None), "delta", None)) async for e in source]
+        if guarded:  # one model response, one attempt: the hooks left the text to the stream guard
+            assert (session.attempt, session.turn, session.state.value) == (1, 1, "idle")
         return [*events, result.final_output]
 
     plain = asyncio.run(run(False))

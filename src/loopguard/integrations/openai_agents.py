@@ -205,6 +205,8 @@ class AgentLoopGuard:
         pass unchanged; when the stream guard stops a model response (a text loop), the run is
         cancelled with ``result.cancel()`` and iteration ends after the event that tripped it.
         ``.outcome`` is then the :class:`~loopguard.stream.StreamOutcome` of that response.
+        Call it right after ``Runner.run_streamed`` and iterate it to the end (or break out of
+        it): from the call until then the hooks leave the session's text to the stream guard.
         """
         return GuardedRunStream(self, result, self.session_for(context))
 
@@ -226,10 +228,10 @@ class GuardedRunStream:
         self.cancelled = False
         self._guard: StreamGuard | None = None
         self._broken = False
+        owner._streaming.add(id(session))  # now: the run's task starts (and calls the hooks) at the first await
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         owner, key = self._owner, id(self._session)
-        owner._streaming.add(key)
         try:
             async for event in self._result.stream_events():
                 yield event
