@@ -252,3 +252,32 @@ def test_without_fastmcp_the_import_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert 'pip install "loopguard[mcp]"' in out
+
+
+UPSTREAM = """
+from fastmcp import FastMCP
+
+server = FastMCP("files")
+
+
+@server.tool
+def grep(pattern: str, path: str) -> str:
+    return "src/a.py:3: # TODO"
+
+
+if __name__ == "__main__":
+    server.run(show_banner=False)
+"""
+
+
+def test_the_command_line_proxy_guards_a_server_script(tmp_path: Path) -> None:
+    """``python -m loopguard.integrations.mcp SCRIPT`` over stdio, in front of a server script over stdio."""
+    from fastmcp.client.transports import StdioTransport
+
+    script = tmp_path / "upstream.py"
+    script.write_text(UPSTREAM, encoding="utf-8")
+    transport = StdioTransport(command=sys.executable, args=["-m", "loopguard.integrations.mcp", str(script)])
+    got = asyncio.run(call_all(transport, [("grep", GREP)] * 4))
+    expected = bare([("grep", GREP)] * 4, {"grep": "src/a.py:3: # TODO"})
+    assert [(not r.is_error, texts(r)) for r in got] == expected
+    assert [r.is_error for r in got] == [False, False, True, False]

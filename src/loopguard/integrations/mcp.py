@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
 from typing import Any
 
 try:
@@ -254,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000, help="the port with --transport http")
     parser.add_argument("--session", default=DEFAULT_SESSION, help="the session of calls without an MCP session")
     ns = parser.parse_args(argv)
-    proxy = guard_proxy(ns.target, default_session=ns.session, name="loopguard")
+    target: str | Path = ns.target if "://" in ns.target else Path(ns.target)  # a script: stdio
+    proxy = guard_proxy(target, default_session=ns.session, name="loopguard")
     if ns.transport == "http":
         proxy.run(transport="http", port=ns.port, show_banner=False)
     else:
