@@ -281,3 +281,40 @@ def test_the_command_line_proxy_guards_a_server_script(tmp_path: Path) -> None:
     expected = bare([("grep", GREP)] * 4, {"grep": "src/a.py:3: # TODO"})
     assert [(not r.is_error, texts(r)) for r in got] == expected
     assert [r.is_error for r in got] == [False, False, True, False]
+
+
+def test_fastmcp_clients_raise_the_deny_reason_as_a_tool_error() -> None:
+    from fastmcp.exceptions import ToolError
+
+    async def run() -> str:
+        async with Client(make_server({}, LoopGuardMiddleware())) as client:
+            for _ in range(2):
+                assert (await client.call_tool("grep", GREP)).data == GREP_OUT
+            with pytest.raises(ToolError) as raised:
+                await client.call_tool("grep", GREP)
+            return str(raised.value)
+
+    assert asyncio.run(run()).startswith("[loopguard] Duplicate tool call blocked: `grep`")
+
+
+def test_a_cancel_after_the_tool_ran_marks_its_result_an_error() -> None:
+    """The circuit breaker fires in ``after_call``: the tool has run; its result goes back with
+    the stop text after it, ``isError`` set and the structured content dropped (with
+    ``on_intervention`` too: the client must see why it has to stop)."""
+    from loopguard import Intervention
+
+    stop = Intervention("cancel", "circuit_breaker", "circuit_breaker", "[loopguard] Stop and report.", "grep", 0)
+
+    class Breaking(ToolGuard):
+        async def aafter_call(self, session_id: Any, tool: str, args: Any, result: Any, **kw: Any) -> Any:
+            await super().aafter_call(session_id, tool, args, result, **kw)
+            return [stop]
+
+    runs: dict[str, int] = {}
+    (got,) = asyncio.run(call_all(make_server(runs, LoopGuardMiddleware(Breaking())), [("grep", GREP)]))
+    assert (got.is_error, texts(got), got.structured_content) == (True, [GREP_OUT, stop.text], None)
+    assert runs == {"grep": 1}
+    seen: list[Any] = []
+    quiet = LoopGuardMiddleware(Breaking(), on_intervention=seen.extend)
+    (got,) = asyncio.run(call_all(make_server({}, quiet), [("grep", GREP)]))
+    assert (got.is_error, texts(got), seen) == (True, [GREP_OUT, stop.text], [stop])  # a stop is always shown

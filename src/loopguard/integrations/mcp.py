@@ -100,8 +100,9 @@ class LoopGuardMiddleware(Middleware):
     ``isError`` result or an exception, which then propagates unchanged).  Interventions
     (a ``notice`` decision's reason, then the reminders of ``aafter_call``) go to
     ``on_intervention(list)`` when given, else are appended to the result as text blocks; a
-    ``cancel`` intervention (the circuit breaker) also marks the result ``isError`` (structured
-    content dropped) so the agent stops.  A result with no intervention is returned untouched.
+    ``cancel`` intervention (the circuit breaker) marks the result ``isError`` (structured content
+    dropped) with its text appended, with ``on_intervention`` too, so the agent stops and the model
+    reads why.  A result with no intervention is returned untouched.
 
     Parameters
     ----------
