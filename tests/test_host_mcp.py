@@ -198,13 +198,21 @@ class Broken(ToolGuard):
         raise RuntimeError(f"bug with {args}")
 
 
-@pytest.mark.parametrize("where", ["before", "after"])
+def broken_key(context: Any) -> str:
+    raise RuntimeError(f"bug with {context.message.arguments}")
+
+
+@pytest.mark.parametrize("where", ["before", "after", "session_key"])
 def test_a_guard_error_lets_the_call_through_and_logs_no_argument(where: str, caplog: pytest.LogCaptureFixture) -> None:
     calls = [("grep", {"pattern": CANARY, "path": "src"})] * 4
     runs: dict[str, int] = {}
     plain = asyncio.run(call_all(make_server({}), calls))
+    if where == "session_key":
+        middleware = LoopGuardMiddleware(ToolGuard(), session_key=broken_key)
+    else:
+        middleware = LoopGuardMiddleware(Broken(where))
     with caplog.at_level(logging.DEBUG):
-        got = asyncio.run(call_all(make_server(runs, LoopGuardMiddleware(Broken(where))), calls))
+        got = asyncio.run(call_all(make_server(runs, middleware), calls))
     assert dumped(got) == dumped(plain)  # fail open: the guard's bug never reaches the client
     assert runs["grep"] == 4
     ours = [r for r in caplog.records if r.name == "loopguard.integrations.mcp"]

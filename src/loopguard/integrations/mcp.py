@@ -34,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from ..guard.core import ToolGuard
 from ..guard.decisions import Decision, Intervention
+from ..terminal import shown_name
 
 __all__ = ["DEFAULT_SESSION", "LoopGuardMiddleware", "guard_proxy", "main", "mcp_session_id"]
 
@@ -210,7 +211,10 @@ class LoopGuardMiddleware(Middleware):
 def _fail_open(seam: str, tool: str, exc: BaseException) -> None:
     """Log a guard error by its type only (its message may quote arguments); the call goes on."""
     logger.warning(
-        "loopguard %s_call failed for MCP tool %r (%s); the call goes through unguarded", seam, tool, type(exc).__name__
+        "loopguard %s_call failed for MCP tool %s (%s); the call goes through unguarded",
+        seam,
+        shown_name(tool),
+        type(exc).__name__,
     )
 
 
