@@ -19,17 +19,19 @@ LangChain is imported here, never by ``import loopguard``: ``pip install "loopgu
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+# Imported by name so that ``mypy --strict`` reads this module the same with or without the
+# host installed (the host's types are ``Any`` here; the hosts tests run it against the real package).
 try:
-    from langchain.agents.middleware import AgentMiddleware, AgentState, ToolCallRequest, hook_config
-    from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-    from langgraph.runtime import Runtime
-    from langgraph.types import Command
+    _lc = importlib.import_module("langchain.agents.middleware")
+    _lc_messages = importlib.import_module("langchain_core.messages")
+    _lg_types = importlib.import_module("langgraph.types")
 except ImportError as exc:  # pragma: no cover - exercised by the import test in a plain venv
     raise ImportError(
         f'loopguard.integrations.langchain needs LangChain v1: pip install "loopguard[langchain]" ({exc})'
@@ -52,10 +54,21 @@ _NOT_RUN = "[loopguard] Not run: the agent run was stopped by loopguard."
 _MAX_STOPS = 4096  # sessions with a cancel waiting for the next model call (oldest dropped)
 _CHANNEL_NAMES = {"reasoning": ("reasoning", "推理"), "text": ("answer", "正文")}
 
-ToolResult = ToolMessage | Command[Any]
+AgentMiddleware: Any = _lc.AgentMiddleware
+AIMessage: Any = _lc_messages.AIMessage
+ToolMessage: Any = _lc_messages.ToolMessage
+Command: Any = _lg_types.Command
+ToolResult = Any  # a ToolMessage or a langgraph Command
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-class LoopGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+def _may_end(hook: F) -> F:
+    """``@_may_end``: the hook may return ``{"jump_to": "end"}``."""
+    _lc.hook_config(can_jump_to=["end"])(hook)
+    return hook
+
+
+class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's class, Any to mypy
     """Guard a LangChain v1 agent's tool calls and model messages (``create_agent(...,
     middleware=[LoopGuardMiddleware()])``; issue 19, item 2).
 
@@ -150,7 +163,7 @@ class LoopGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # ---------------------------------------------------------------- tool calls
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], ToolResult]) -> ToolResult:
         """Decide before the tool runs; a denied or cancelled call gets an error ``ToolMessage``
         with the reason (the tool does not run); an allowed one runs, then its result is seen."""
         call = _Call.of(self, request)
@@ -176,9 +189,7 @@ class LoopGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except Exception:
             return _failed_open(result, "after", call.tool)
 
-    async def awrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
-    ) -> ToolResult:
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[ToolResult]]) -> ToolResult:
         """:meth:`wrap_tool_call` for async runs: ``abefore_call`` / ``aafter_call`` (Redis through
         ``redis.asyncio`` with a shared store), the same decisions and messages."""
         call = _Call.of(self, request)
@@ -208,8 +219,8 @@ class LoopGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # --------------------------------------------------------------- model turns
 
-    @hook_config(can_jump_to=["end"])
-    def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+    @_may_end
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """End the run (``{"jump_to": "end", "messages": [...]}``) when a cancel is waiting and
         the model asks for tools again, or when the model's message repeats itself; else ``None``.
 
@@ -225,8 +236,8 @@ class LoopGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             logger.error("loopguard's after_model check failed; the run goes on", exc_info=True)
             return None
 
-    @hook_config(can_jump_to=["end"])
-    async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+    @_may_end
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """:meth:`after_model` for async runs (a text loop's strike through ``astrike``)."""
         try:
             sid = self.session_of(state, runtime)
@@ -250,7 +261,7 @@ class LoopGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         calls = list(last.tool_calls)
         if found is None and (stop is None or not calls):
             return None  # nothing to stop, or the model answered the cancel with its report
-        out: list[AnyMessage] = []
+        out: list[Any] = []
         if found is not None:
             pruned = _pruned(last, *found)
             out += [] if pruned is None else [pruned]
@@ -291,7 +302,7 @@ class _Call:
         self.sid, self.tool, self.args, self.cid = sid, tool, args, cid
 
     @classmethod
-    def of(cls, middleware: LoopGuardMiddleware, request: ToolCallRequest) -> _Call | None:
+    def of(cls, middleware: LoopGuardMiddleware, request: Any) -> _Call | None:
         """The call, or ``None`` (logged) when it cannot be read: the call then runs unguarded."""
         try:
             call = request.tool_call
@@ -315,7 +326,7 @@ class _Call:
         except Exception:
             logger.info("guard signal after a failed %s call dropped", shown_name(self.tool))
 
-    def refused(self, middleware: LoopGuardMiddleware, decision: Decision) -> ToolMessage:
+    def refused(self, middleware: LoopGuardMiddleware, decision: Decision) -> Any:
         """The error ``ToolMessage`` of a denied or cancelled call (a cancel also waits for the
         next model call: :meth:`LoopGuardMiddleware.after_model`)."""
         if decision.action == "cancel":
@@ -403,7 +414,7 @@ def _first_message_id(state: Any) -> Any:
     return None
 
 
-def _last_ai(state: Any) -> AIMessage | None:
+def _last_ai(state: Any) -> Any:
     """The state's last message when it is the model's (``None`` otherwise)."""
     found = state.get("messages") if isinstance(state, Mapping) else None
     if isinstance(found, Sequence) and found and isinstance(found[-1], AIMessage):
@@ -411,7 +422,7 @@ def _last_ai(state: Any) -> AIMessage | None:
     return None
 
 
-def _channels(message: AIMessage) -> list[tuple[str, str]]:
+def _channels(message: Any) -> list[tuple[str, str]]:
     """``[("text", answer), ("reasoning", reasoning)]`` of a model message: its text blocks, and its
     reasoning blocks (``content_blocks`` reads ``additional_kwargs["reasoning_content"]`` too)."""
     text: list[str] = []
@@ -419,13 +430,13 @@ def _channels(message: AIMessage) -> list[tuple[str, str]]:
     for block in message.content_blocks:
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            text.append(block["text"])  # type: ignore[typeddict-item]
+            text.append(block["text"])
         elif kind == "reasoning" and isinstance(block.get("reasoning"), str):
-            reasoning.append(block["reasoning"])  # type: ignore[typeddict-item]
+            reasoning.append(block["reasoning"])
     return [("text", "".join(text)), ("reasoning", "".join(reasoning))]
 
 
-def _pruned(message: AIMessage, channel: str, found: Detection) -> AIMessage | None:
+def _pruned(message: Any, channel: str, found: Detection) -> Any:
     """The looping answer cut before its loop, with the message's id (``add_messages`` replaces
     the message); ``None`` for reasoning, content blocks, or a message without an id."""
     if channel != "text" or not isinstance(message.content, str) or not message.id:
