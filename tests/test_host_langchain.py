@@ -130,13 +130,15 @@ def untagged(text: str) -> str:
     return text.removeprefix("[loopguard]").lstrip()
 
 
+@pytest.mark.parametrize("thread", ["t1", None])
 @pytest.mark.parametrize("mode", MODES)
-def test_a_looping_agent_stops_where_the_bare_guard_stops(mode: str) -> None:
+def test_a_looping_agent_stops_where_the_bare_guard_stops(mode: str, thread: str | None) -> None:
+    """Thread or not (the session is then the conversation's first message), the same stop."""
     expected, runs = bare_guard_transcript(GREP)
     stop = len(expected) - 1  # the call the bare guard cancels
     assert (runs, stop, [s for s, _ in expected]) == (3, 5, ["success"] * 2 + ["error", "success", "error", "error"])
     model, tools = ScriptedModel(messages=looping()), Tools()
-    messages = run(mode, model, tools, [LoopGuardMiddleware(ToolGuard())])
+    messages = run(mode, model, tools, [LoopGuardMiddleware(ToolGuard())], thread)
 
     assert len(tools.runs) == runs  # the tool ran exactly as often as the bare guard lets it
     answers = [m for m in messages if isinstance(m, ToolMessage)]
@@ -222,6 +224,9 @@ def test_sessions_are_threads_and_threadless_runs_share_nothing() -> None:
     assert [s for s, _ in twice("b")] == ["success", "success"]
     assert [s for s, _ in twice(None)] == ["success", "success"]
     assert [s for s, _ in twice(None)] == ["success", "success"]  # a new conversation, a new session
+    # the session is the thread id itself: a bare call on "a" continues that thread's chain
+    assert middleware.guard.before_call("a", "grep", GREP).action == "deny"
+    assert middleware.guard.before_call("c", "grep", GREP).action == "allow"
     fixed = LoopGuardMiddleware(session_id="user-7")
     assert fixed.session_of({}, None) == "user-7"
     assert LoopGuardMiddleware(session_id=lambda state, runtime: state["who"]).session_of({"who": 3}, None) == 3
@@ -250,6 +255,30 @@ def test_arguments_never_reach_logs_or_loopguard_messages(caplog: pytest.LogCapt
     assert len(made) >= 4
     assert not any(CANARY_SECRET in str(m.content) for m in made)
     assert CANARY_PLAIN not in repr(middleware) and CANARY_SECRET not in repr(middleware._stops)
+
+
+class QuotingGuard(ToolGuard):
+    """A guard whose bug quotes the arguments in its error message."""
+
+    def before_call(self, session_id: Any, tool: str, args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"bad arguments {args!r}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_guard_error_quoting_the_arguments_is_logged_without_them(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    args = {"pattern": CANARY_PLAIN, "path": "src", "token": CANARY_SECRET}
+    tools = Tools()
+    script = [call(0, args=args), AIMessage(content="done")]
+    with caplog.at_level(logging.DEBUG, logger="loopguard"):
+        run(mode, ScriptedModel(messages=iter(script)), tools, [LoopGuardMiddleware(QuotingGuard())])
+    assert len(tools.runs) == 1  # failed open: the call ran
+    errors = [r for r in caplog.records if r.name == "loopguard.integrations" and r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "RuntimeError" in errors[0].getMessage()
+    for record in caplog.records:
+        text = record.getMessage() + (record.exc_text or "")
+        assert CANARY_PLAIN not in text and CANARY_SECRET not in text
 
 
 class BrokenGuard(ToolGuard):

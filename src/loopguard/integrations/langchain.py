@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import traceback
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -80,11 +81,11 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
     session_id : Any | callable, optional
         The guard's session.  A callable is called as ``session_id(state, runtime)`` (the graph
         state and the LangGraph ``Runtime`` / ``ToolRuntime``).  ``None`` (the default): the
-        thread, ``config["configurable"]["thread_id"]`` (``runtime.execution_info.thread_id``),
-        which is what a LangGraph conversation is; else the run id given in the config; else the
-        id of the conversation's first message (``add_messages`` gives every input message an
-        id, and a history passed back in keeps it), so runs without a thread never share one
-        session; ``"default"`` when none of these exists.
+        thread id itself, ``config["configurable"]["thread_id"]`` (``runtime.execution_info.thread_id``),
+        since a LangGraph thread is a conversation; else ``"run:<run_id>"`` for a run id given in
+        the config; else ``"conversation:<id>"``, the id of the conversation's first message
+        (``add_messages`` gives every input message an id, and a history passed back in keeps
+        it), so runs without a thread never share a session; ``"default"`` when none exists.
     text_config : TextConfig | str | None
         The text detectors' config or profile for the model's messages (``None``: defaults).
     check_text : bool
@@ -143,7 +144,7 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
             if isinstance(configurable, Mapping):
                 thread = configurable.get("thread_id")
         if thread is not None:
-            return f"thread:{thread}"
+            return thread
         run = getattr(info, "run_id", None)
         if run is not None:
             return f"run:{run}"
@@ -169,10 +170,13 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
         call = _Call.of(self, request)
         if call is None:
             return handler(request)
+        decision: Decision | None = None
         try:
             decision = self.guard.before_call(call.sid, call.tool, call.args, call_id=call.cid)
-        except Exception:
-            return _failed_open(handler(request), "before", call.tool)
+        except Exception as exc:
+            _failed_open(exc, f"before a {shown_name(call.tool)} call")
+        if decision is None:
+            return handler(request)
         if not decision.allowed:
             return call.refused(self, decision)
         try:
@@ -186,8 +190,9 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
                 return result
             notes = self.guard.after_call(call.sid, call.tool, call.args, seen[0], error=seen[1], call_id=call.cid)
             return call.delivered(self, decision, notes, result)
-        except Exception:
-            return _failed_open(result, "after", call.tool)
+        except Exception as exc:
+            _failed_open(exc, f"after a {shown_name(call.tool)} call")
+            return result
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[ToolResult]]) -> ToolResult:
         """:meth:`wrap_tool_call` for async runs: ``abefore_call`` / ``aafter_call`` (Redis through
@@ -195,10 +200,13 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
         call = _Call.of(self, request)
         if call is None:
             return await handler(request)
+        decision: Decision | None = None
         try:
             decision = await self.guard.abefore_call(call.sid, call.tool, call.args, call_id=call.cid)
-        except Exception:
-            return _failed_open(await handler(request), "before", call.tool)
+        except Exception as exc:
+            _failed_open(exc, f"before a {shown_name(call.tool)} call")
+        if decision is None:
+            return await handler(request)
         if not decision.allowed:
             return call.refused(self, decision)
         try:
@@ -214,8 +222,9 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
                 call.sid, call.tool, call.args, seen[0], error=seen[1], call_id=call.cid
             )
             return call.delivered(self, decision, notes, result)
-        except Exception:
-            return _failed_open(result, "after", call.tool)
+        except Exception as exc:
+            _failed_open(exc, f"after a {shown_name(call.tool)} call")
+            return result
 
     # --------------------------------------------------------------- model turns
 
@@ -232,8 +241,8 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
             found = self._detect(state)
             strike = None if found is None else self.guard.strike(sid, "text_loop")
             return self._after_model(state, self._take_stop(sid), found, strike)
-        except Exception:
-            logger.error("loopguard's after_model check failed; the run goes on", exc_info=True)
+        except Exception as exc:
+            _hook_failed(exc)
             return None
 
     @_may_end
@@ -244,8 +253,8 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
             found = self._detect(state)
             strike = None if found is None else await self.guard.astrike(sid, "text_loop")
             return self._after_model(state, self._take_stop(sid), found, strike)
-        except Exception:
-            logger.error("loopguard's after_model check failed; the run goes on", exc_info=True)
+        except Exception as exc:
+            _hook_failed(exc)
             return None
 
     def _after_model(
@@ -308,8 +317,8 @@ class _Call:
             call = request.tool_call
             sid = middleware.session_of(request.state, request.runtime)
             return cls(sid, call["name"], call.get("args", {}), call.get("id"))
-        except Exception:
-            logger.error("loopguard could not read a tool call request; it runs unguarded", exc_info=True)
+        except Exception as exc:
+            _failed_open(exc, "reading a tool call request")
             return None
 
     def failed(self, guard: ToolGuard, exc: BaseException) -> None:
@@ -350,10 +359,17 @@ class _Call:
         return _appended(result, self.cid, "".join("\n\n" + n.text for n in notes), self.tool)
 
 
-def _failed_open(result: ToolResult, seam: str, tool: str) -> ToolResult:
-    """The tool's result unchanged after an error inside the guard (logged without arguments)."""
-    logger.error("loopguard failed %s a %s call; the call goes on unguarded", seam, shown_name(tool), exc_info=True)
-    return result
+def _failed_open(exc: BaseException, what: str) -> None:
+    """Log an error inside loopguard (the call goes on unguarded): its type and frames only, as
+    the message of an arbitrary error might quote the arguments."""
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error("loopguard failed %s (%s); the call goes on unguarded\n%s", what, type(exc).__name__, frames)
+
+
+def _hook_failed(exc: BaseException) -> None:
+    """Log an error inside ``after_model`` (type and frames only); the run goes on."""
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error("loopguard's after_model check failed (%s); the run goes on\n%s", type(exc).__name__, frames)
 
 
 def _error_text(exc: BaseException) -> str:
