@@ -105,7 +105,9 @@ def shape(message: BaseMessage) -> tuple[Any, ...]:
     )
 
 
-def bare_guard_transcript(args: dict[str, Any]) -> tuple[list[tuple[str, str]], int]:
+def bare_guard_transcript(
+    args: dict[str, Any], result: str = RESULT, error: bool = False
+) -> tuple[list[tuple[str, str]], int]:
     """The identical calls fed to a bare ToolGuard until it cancels: per call ``(status, content)``
     (a run's result with its reminders appended as wrap_tool appends them; a deny's or a cancel's
     reason), and the number of runs."""
@@ -120,9 +122,9 @@ def bare_guard_transcript(args: dict[str, Any]) -> tuple[list[tuple[str, str]], 
                 return out, runs
             continue
         runs += 1
-        notes = guard.after_call("bare", "grep", args, RESULT, call_id=f"call_{i}")
+        notes = guard.after_call("bare", "grep", args, result, error=error, call_id=f"call_{i}")
         texts = ([decision.reason] if decision.action == "notice" and decision.reason else []) + [n.text for n in notes]
-        out.append(("success", RESULT + "".join("\n\n" + t for t in texts)))
+        out.append(("error" if error else "success", result + "".join("\n\n" + t for t in texts)))
     raise AssertionError("unreachable")
 
 
@@ -165,6 +167,51 @@ def test_a_cancel_leaves_the_model_its_report(mode: str) -> None:
     assert [(m.status, m.content) for m in messages if isinstance(m, ToolMessage)] == expected
     assert shape(messages[-1]) == shape(report)  # the model's own last word, nothing appended
     assert not any(STOPPED_TEXT in str(m.content) for m in messages)
+
+
+class FailingTools(Tools):
+    """A grep that always fails the same way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        @tool
+        def grep(pattern: str, path: str) -> str:
+            """Search files under path for pattern."""
+            self.runs.append(("grep", {"pattern": pattern, "path": path}))
+            raise FileNotFoundError(f"no such directory: {path}")
+
+        self.all = [grep]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_failing_tool_in_a_loop_stops_where_the_bare_guard_stops(mode: str) -> None:
+    """LangChain's ToolErrorMiddleware (inside ours) turns the failure into an error ToolMessage:
+    the guard sees it as a failed result (``error=True``), as a bare guard fed the same failures."""
+    from langchain.agents.middleware import ToolErrorMiddleware
+
+    failure = "FileNotFoundError: no such directory: src"
+    expected, runs = bare_guard_transcript(GREP, failure, error=True)
+    model, tools = ScriptedModel(messages=looping()), FailingTools()
+    on_error = ToolErrorMiddleware(lambda exc, request: f"{type(exc).__name__}: {exc}")
+    messages = run(mode, model, tools, [LoopGuardMiddleware(), on_error])
+    assert len(tools.runs) == runs
+    answers = [(m.status, m.content) for m in messages if isinstance(m, ToolMessage)]
+    assert answers[: len(expected)] == expected
+    assert answers[len(expected)] == ("error", NOT_RUN)
+    assert messages[-1].content == f"{STOPPED_TEXT} {untagged(expected[-1][1])}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tool_exception_passes_unchanged_and_is_seen(mode: str) -> None:
+    """Without an error handler the tool's exception ends the run as it does without loopguard;
+    the guard saw the failure (nothing is left pending)."""
+    middleware = LoopGuardMiddleware()
+    with pytest.raises(FileNotFoundError, match="^no such directory: src"):
+        run(mode, ScriptedModel(messages=looping()), FailingTools(), [middleware])
+    assert middleware.guard.pending_tools("t1") == 0
+    assert middleware.guard.before_call("t2", "grep", GREP).action == "allow"
+    assert middleware.guard.pending_tools("t2") == 1  # what a call never seen would leave
 
 
 CLEAN_SCRIPT = [
