@@ -13,7 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -25,7 +25,8 @@ host = require_host("langchain", "langchain")
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+from langchain_core.tools import InjectedToolCallId, tool  # noqa: E402
+from langgraph.types import Command  # noqa: E402
 
 from loopguard.integrations.langchain import STOPPED_TEXT, LoopGuardMiddleware  # noqa: E402
 
@@ -212,6 +213,53 @@ def test_a_tool_exception_passes_unchanged_and_is_seen(mode: str) -> None:
     assert middleware.guard.pending_tools("t1") == 0
     assert middleware.guard.before_call("t2", "grep", GREP).action == "allow"
     assert middleware.guard.pending_tools("t2") == 1  # what a call never seen would leave
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tool_returning_a_command_is_guarded_the_same(mode: str) -> None:
+    """A tool that answers with a ``Command(update={"messages": [ToolMessage]})``: the guard reads
+    that ToolMessage, and the reminders go into it."""
+    expected, runs = bare_guard_transcript(GREP)
+    counted: list[int] = []
+
+    @tool
+    def grep(pattern: str, path: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Search files under path for pattern."""
+        counted.append(1)
+        return Command(update={"messages": [ToolMessage(content=RESULT, tool_call_id=tool_call_id)]})
+
+    tools = Tools()
+    tools.all = [grep]
+    messages = run(mode, ScriptedModel(messages=looping()), tools, [LoopGuardMiddleware()])
+    assert len(counted) == runs
+    answers = [(m.status, m.content) for m in messages if isinstance(m, ToolMessage)]
+    assert answers[: len(expected)] == expected
+    assert messages[-1].content == f"{STOPPED_TEXT} {untagged(expected[-1][1])}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_content_block_results_get_the_reminders_as_a_text_block(mode: str) -> None:
+    blocks = [{"type": "text", "text": RESULT}]
+    guard = ToolGuard()
+    guard.before_call("bare", "grep", GREP, call_id="call_0")
+    guard.after_call("bare", "grep", GREP, blocks, call_id="call_0")
+    guard.before_call("bare", "grep", GREP, call_id="call_1")
+    (note,) = guard.after_call("bare", "grep", GREP, blocks, call_id="call_1")
+    third = guard.before_call("bare", "grep", GREP, call_id="call_2")
+
+    @tool
+    def grep(pattern: str, path: str) -> list[dict[str, str]]:
+        """Search files under path for pattern."""
+        return [dict(b) for b in blocks]
+
+    tools = Tools()
+    tools.all = [grep]
+    script = [call(0), call(1), call(2), AIMessage(content="done")]
+    messages = run(mode, ScriptedModel(messages=iter(script)), tools, [LoopGuardMiddleware()])
+    answers = [m for m in messages if isinstance(m, ToolMessage)]
+    assert answers[0].content == blocks
+    assert answers[1].content == [*blocks, {"type": "text", "text": note.text}]
+    assert (answers[2].status, answers[2].content) == ("error", third.reason) and third.action == "deny"
 
 
 CLEAN_SCRIPT = [
