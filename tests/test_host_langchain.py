@@ -303,6 +303,34 @@ def test_a_looping_answer_ends_the_run(mode: str) -> None:
     )
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_looping_reasoning_ends_the_run_without_a_cut(mode: str) -> None:
+    """Reasoning in ``additional_kwargs["reasoning_content"]`` (DeepSeek-style): read through
+    ``content_blocks``; the message is kept as it is (only a ``str`` answer is cut)."""
+    detection = next(d for d in scan_text(LOOPING_TEXT, "reasoning") if d.strength == "strong")
+    thinking = AIMessage(content="Here is the sum.", additional_kwargs={"reasoning_content": LOOPING_TEXT})
+    model = ScriptedModel(messages=iter([thinking, AIMessage(content="never read")]))
+    messages = run(mode, model, Tools(), [LoopGuardMiddleware()])
+    human, kept, final = messages
+    assert (kept.content, kept.additional_kwargs["reasoning_content"]) == ("Here is the sum.", LOOPING_TEXT)
+    assert final.content == (
+        f"{STOPPED_TEXT} The model's reasoning started repeating itself ({detection.kind} at {detection.position})."
+    )
+    quiet = run(mode, ScriptedModel(messages=iter([thinking])), Tools(), [LoopGuardMiddleware(check_text=False)])
+    assert len(quiet) == 2
+
+
+def test_the_constructor_checks_its_arguments() -> None:
+    from loopguard import ConfigError, TextConfig
+
+    with pytest.raises(TypeError, match="guard must be a ToolGuard, not dict"):
+        LoopGuardMiddleware({})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        LoopGuardMiddleware(text_config="nope")
+    assert LoopGuardMiddleware(text_config="rescue").text_config == TextConfig("rescue")
+    assert LoopGuardMiddleware().text_config == TextConfig()
+
+
 def test_sessions_are_threads_and_threadless_runs_share_nothing() -> None:
     middleware = LoopGuardMiddleware()
     ids = itertools.count()

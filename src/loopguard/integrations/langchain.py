@@ -87,7 +87,8 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
         (``add_messages`` gives every input message an id, and a history passed back in keeps
         it), so runs without a thread never share a session; ``"default"`` when none exists.
     text_config : TextConfig | str | None
-        The text detectors' config or profile for the model's messages (``None``: defaults).
+        The text detectors' config or profile name for the model's messages (``None``: the
+        ``"default"`` profile).
     check_text : bool
         Scan each model message for a text loop (default ``True``).
 
@@ -104,6 +105,8 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
     ------
     TypeError
         ``guard`` is not a :class:`~loopguard.ToolGuard`.
+    ConfigError
+        ``text_config`` names no profile.
     """
 
     def __init__(
@@ -121,7 +124,8 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
             raise TypeError(f"guard must be a ToolGuard, not {type(guard).__name__}")
         self.guard = guard
         self.session_id = session_id
-        self.text_config = text_config
+        # built once (scan_text would build a default config on every model message)
+        self.text_config = text_config if isinstance(text_config, TextConfig) else TextConfig(text_config or "default")
         self.check_text = check_text
         self._stops: OrderedDict[Any, tuple[str, str]] = OrderedDict()
         self._lock = threading.Lock()
