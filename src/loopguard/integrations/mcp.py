@@ -16,25 +16,36 @@ Needs the ``mcp`` extra (``pip install "loopguard[mcp]"``: ``fastmcp`` 4.2, ``mc
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..guard.core import ToolGuard
+from ..guard.decisions import Decision, Intervention
+from ..terminal import shown_name
+
+# imported by name, so that ``mypy --strict`` passes with or without the extra installed (the
+# host's types are ``Any`` here; the hosts tests run this module against the real packages)
 try:
-    import mcp_types as mt
-    from fastmcp.server import FastMCP, create_proxy
-    from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-    from fastmcp.tools.base import ToolResult
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+    mt: Any = importlib.import_module("mcp_types")
+    _server: Any = importlib.import_module("fastmcp.server")
+    _middleware: Any = importlib.import_module("fastmcp.server.middleware")
+    _tools: Any = importlib.import_module("fastmcp.tools.base")
+    _version: Any = importlib.import_module("mcp_types.version")
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(
         f'loopguard.integrations.mcp needs fastmcp and mcp: pip install "loopguard[mcp]" ({exc})'
     ) from exc
 
-from ..guard.core import ToolGuard
-from ..guard.decisions import Decision, Intervention
-from ..terminal import shown_name
+create_proxy: Any = _server.create_proxy
+Middleware: Any = _middleware.Middleware
+ToolResult: Any = _tools.ToolResult
+MODERN_PROTOCOL_VERSIONS: Any = _version.MODERN_PROTOCOL_VERSIONS
+Result = Any  # a fastmcp ToolResult
+Context = Any  # a fastmcp MiddlewareContext[CallToolRequestParams]
+
 
 __all__ = ["DEFAULT_SESSION", "LoopGuardMiddleware", "guard_proxy", "main", "mcp_session_id"]
 
@@ -43,11 +54,11 @@ logger = logging.getLogger("loopguard.integrations.mcp")
 DEFAULT_SESSION = "mcp"
 """The session key of calls that carry no MCP session (see :func:`mcp_session_id`)."""
 
-SessionKey = Callable[[MiddlewareContext[mt.CallToolRequestParams]], Hashable | None]
+SessionKey = Callable[[Context], Hashable | None]
 Interventions = Callable[[list[Intervention]], None]
 
 
-def mcp_session_id(context: MiddlewareContext[Any]) -> str | None:
+def mcp_session_id(context: Context) -> str | None:
     """The MCP session of a request: the id ``fastmcp`` gives a handshake-era connection (the
     negotiated ``Mcp-Session-Id`` over Streamable HTTP, an id generated once per connection on
     stdio, SSE and in-memory transports), stable across that client's calls.
@@ -60,15 +71,16 @@ def mcp_session_id(context: MiddlewareContext[Any]) -> str | None:
     request = ctx.request_context if ctx is not None else None
     if ctx is None or request is None or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return None
-    return ctx.session_id
+    sid = ctx.session_id
+    return None if sid is None else str(sid)
 
 
-def _error_result(text: str) -> ToolResult:
+def _error_result(text: str) -> Result:
     """The ``isError`` tool result carrying ``text`` (the guard's reason) as its only content."""
     return ToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
 
 
-def _observed(result: ToolResult) -> Any:
+def _observed(result: Result) -> Any:
     """What the guard hashes of a tool result: its text when every block is text (so the line
     rules see lines), else the blocks and structured content as JSON-like data."""
     blocks = result.content
@@ -78,7 +90,7 @@ def _observed(result: ToolResult) -> Any:
     return {"content": dumped, "structured": result.structured_content}
 
 
-def _with_notes(result: ToolResult, notes: list[Intervention]) -> ToolResult:
+def _with_notes(result: Result, notes: list[Intervention]) -> Result:
     """``result`` with one text block per intervention appended (``isError`` for a cancel)."""
     extra = [mt.TextContent(type="text", text=n.text) for n in notes]
     stop = any(n.action == "cancel" for n in notes)
@@ -90,7 +102,7 @@ def _with_notes(result: ToolResult, notes: list[Intervention]) -> ToolResult:
     )
 
 
-class LoopGuardMiddleware(Middleware):
+class LoopGuardMiddleware(Middleware):  # type: ignore[misc]  # the host's class, Any to mypy
     """A ``fastmcp`` middleware (``on_call_tool``) that runs every tool call through a :class:`ToolGuard`.
 
     Per call: :meth:`ToolGuard.abefore_call` with the tool's name and arguments.  ``deny`` or
@@ -150,7 +162,7 @@ class LoopGuardMiddleware(Middleware):
         self.guard, self.session_key, self.default_session = guard, session_key, default_session
         self.on_intervention = on_intervention
 
-    def session_of(self, context: MiddlewareContext[mt.CallToolRequestParams]) -> Hashable:
+    def session_of(self, context: Context) -> Hashable:
         """The session key of a call: ``session_key(context)``, the MCP session id, ``default_session``."""
         if self.session_key is not None:
             key = self.session_key(context)
@@ -161,9 +173,9 @@ class LoopGuardMiddleware(Middleware):
 
     async def on_call_tool(
         self,
-        context: MiddlewareContext[mt.CallToolRequestParams],
-        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
-    ) -> ToolResult:
+        context: Context,
+        call_next: Callable[[Context], Awaitable[Result]],
+    ) -> Result:
         """Guard one ``tools/call``: deny or cancel → an ``isError`` result (the tool not run)."""
         tool, args = context.message.name, context.message.arguments or {}
         try:
@@ -181,7 +193,7 @@ class LoopGuardMiddleware(Middleware):
             raise
         return await self._after(sid, tool, args, decision, result)
 
-    async def _after(self, sid: Hashable, tool: str, args: Any, decision: Decision, result: ToolResult) -> ToolResult:
+    async def _after(self, sid: Hashable, tool: str, args: Any, decision: Decision, result: Result) -> Result:
         """The result, the guard told of it and its interventions delivered (fail open)."""
         try:
             notes = await self.guard.aafter_call(sid, tool, args, _observed(result), error=bool(result.is_error))
@@ -227,7 +239,7 @@ def guard_proxy(
     on_intervention: Interventions | None = None,
     mode: str | None = None,
     **settings: Any,
-) -> FastMCP[Any]:
+) -> Any:
     """A ``fastmcp`` proxy server in front of ``target`` with a :class:`LoopGuardMiddleware` attached.
 
     ``target`` is anything ``fastmcp.server.create_proxy`` takes: a URL (``"http://host/mcp"``), a
