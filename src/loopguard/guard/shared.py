@@ -39,9 +39,10 @@ UNAVAILABLE = "store_unavailable"
 Make = Callable[[], SessionState]
 Decide = Callable[[SessionState], T]
 
-#: what the plan asks the store: ``("get", None)`` (the session's state and version) or
-#: ``("put", (state, version))`` (the compare-and-set write)
-Request = tuple[str, tuple[bytes, int] | None]
+#: what the plan asks its driver: ``("get", None)`` (the session's state and version, the
+#: store's cached one if it has it), ``("load", None)`` (the same, from Redis), ``("put", (state,
+#: version))`` (the compare-and-set write) or ``("pause", seconds)``
+Request = tuple[str, tuple[bytes, int] | float | None]
 #: the store's reply: a get's (state or ``None``, version); a put's ``True`` (written) or, on a
 #: conflict, the current (state or ``None``, version); ``None`` when the store is unavailable
 Reply = tuple[bytes | None, int] | bool | None
@@ -53,7 +54,7 @@ def _plan(
     """The load/decide/write loop without I/O: it yields its requests, is sent their replies
     (``None`` when the store is unavailable) and returns the result."""
     got = yield ("get", None)
-    for _ in range(TRIES):
+    for attempt in range(TRIES):
         if not isinstance(got, tuple):
             return fallback()
         blob, version = got
@@ -64,7 +65,10 @@ def _plan(
         done = yield ("put", (codec.dump(s, store.limits), version))
         if done is True:
             return result
-        got = done  # a conflict: the current state, or None (unavailable)
+        if attempt and isinstance(done, tuple):  # the first conflict may be a stale cached state
+            yield ("pause", _pause(attempt))  # contention: writers in lockstep would starve one,
+            done = yield ("load", None)  # and the state that came with the conflict is old now
+        got = done  # the current state, or None (unavailable)
     logger.warning("state store: %d conflicting writes in a row; deciding without it", TRIES)
     return fallback()
 
@@ -91,18 +95,19 @@ def apply(
     """``fn`` run on the session's stored state (``make()`` when there is none), the state
     written back when ``write``; ``fallback()`` when the store cannot be used."""
     run = _Run(_plan(store, make, fn, fallback, write))
-    conflicts = 0
     request = run.send(None)
     while request is not None:
-        put = request[1]
+        what, arg = request
+        reply: Reply = None
         try:
-            reply: Reply = store.get(session, cached=write) if put is None else _swapped(store.swap(session, *put))
+            if isinstance(arg, float):
+                time.sleep(arg)
+            elif arg is None:
+                reply = store.get(session, cached=write and what == "get")
+            else:
+                reply = _swapped(store.swap(session, *arg))
         except StoreUnavailable:
-            reply = None
-        if put is not None and isinstance(reply, tuple):  # a conflict: pause before deciding again
-            conflicts += 1
-            if conflicts > 1:  # the first may be a cached state gone stale: no contention yet
-                time.sleep(_pause(conflicts - 1))
+            pass
         request = run.send(reply)
     return run.result
 
@@ -111,24 +116,21 @@ async def aapply(
     store: RedisStore, session: str, make: Make, fn: Decide[T], fallback: Callable[[], T], *, write: bool = True
 ) -> T:
     """:func:`apply` with the store's async twins (:meth:`RedisStore.aget`, :meth:`RedisStore.aput`):
-    the same loads, decisions, writes and fallbacks, awaited on the running event loop, with a
-    short random pause (:func:`backoff`) before each retry after a conflict."""
+    the same loads, decisions, writes, pauses and fallbacks, awaited on the running event loop."""
     run = _Run(_plan(store, make, fn, fallback, write))
-    conflicts = 0
     request = run.send(None)
     while request is not None:
-        put = request[1]
+        what, arg = request
+        reply: Reply = None
         try:
-            if put is None:
-                reply: Reply = await store.aget(session, cached=write)
+            if isinstance(arg, float):
+                await asyncio.sleep(arg)
+            elif arg is None:
+                reply = await store.aget(session, cached=write and what == "get")
             else:
-                reply = _swapped(await store.aswap(session, *put))
+                reply = _swapped(await store.aswap(session, *arg))
         except StoreUnavailable:
-            reply = None
-        if put is not None and isinstance(reply, tuple):  # a conflict: pause before deciding again
-            conflicts += 1
-            if conflicts > 1:  # the first may be a cached state gone stale: no contention yet
-                await backoff(conflicts - 1)
+            pass
         request = run.send(reply)
     return run.result
 

@@ -31,6 +31,7 @@ the run because of a loopguard bug or bad input: such errors are logged and the 
 from __future__ import annotations
 
 import copy
+import importlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -41,24 +42,20 @@ from ..terminal import shown_name
 from ._base import field
 from .responses import apply_response_event
 
+# imported by name, so that ``mypy --strict`` passes with or without the extra installed (the
+# host's types are ``Any`` here; the hosts tests run this module against the real SDK)
 try:
-    from agents import (
-        Agent,
-        AgentHooks,
-        FunctionTool,
-        RunContextWrapper,
-        RunResultStreaming,
-        ToolGuardrailFunctionOutput,
-        ToolInputGuardrail,
-        ToolInputGuardrailData,
-        ToolOutputGuardrail,
-        ToolOutputGuardrailData,
-    )
-    from agents.items import ModelResponse
-except ImportError as exc:  # pragma: no cover - exercised without the extra
+    _agents: Any = importlib.import_module("agents")
+except ImportError as exc:  # pragma: no cover - exercised by the import test without the SDK
     raise ImportError(
         'loopguard.integrations.openai_agents needs the OpenAI Agents SDK: pip install "loopguard[openai-agents]"'
     ) from exc
+
+AgentHooks: Any = _agents.AgentHooks
+FunctionTool: Any = _agents.FunctionTool
+ToolGuardrailFunctionOutput: Any = _agents.ToolGuardrailFunctionOutput
+ToolInputGuardrail: Any = _agents.ToolInputGuardrail
+ToolOutputGuardrail: Any = _agents.ToolOutputGuardrail
 
 __all__ = ["AgentLoopGuard", "AgentLoopStopped", "GuardedRunStream", "LoopGuardHooks", "guard_agent"]
 
@@ -138,8 +135,8 @@ class AgentLoopGuard:
         self.stream_config = StreamConfig.coerce(stream_config if stream_config is not None else {"mode": "cut"})
         self._notices: dict[str, str] = {}
         self._streaming: set[int] = set()  # id() of the sessions a stream_events() feeds
-        self.input_guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(self._check_input, name="loopguard")
-        self.output_guardrail: ToolOutputGuardrail[Any] = ToolOutputGuardrail(self._check_output, name="loopguard")
+        self.input_guardrail: Any = ToolInputGuardrail(self._check_input, name="loopguard")
+        self.output_guardrail: Any = ToolOutputGuardrail(self._check_output, name="loopguard")
         self.hooks: LoopGuardHooks = LoopGuardHooks(self)
 
     def session_for(self, context: Any) -> Session:
@@ -147,7 +144,7 @@ class AgentLoopGuard:
         source = self._source
         return source if isinstance(source, Session) else source(context)
 
-    async def _check_input(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+    async def _check_input(self, data: Any) -> Any:
         ctx = data.context
         tool = ctx.tool_name
         try:
@@ -168,7 +165,7 @@ class AgentLoopGuard:
             self._notices[ctx.tool_call_id] = verdict.reason
         return ToolGuardrailFunctionOutput.allow(output_info=_info(verdict) if verdict.kind else None)
 
-    async def _check_output(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+    async def _check_output(self, data: Any) -> Any:
         ctx = data.context
         tool, result = ctx.tool_name, data.output
         notice = self._notices.pop(ctx.tool_call_id, None)
@@ -197,7 +194,7 @@ class AgentLoopGuard:
         """Whether :meth:`stream_events` feeds ``session`` now (the hooks then leave its text alone)."""
         return id(session) in self._streaming
 
-    def stream_events(self, result: RunResultStreaming, context: Any = None) -> GuardedRunStream:
+    def stream_events(self, result: Any, context: Any = None) -> GuardedRunStream:
         """Guard ``result = Runner.run_streamed(...)``: iterate ``async for event in
         guard.stream_events(result)`` instead of ``result.stream_events()``.
 
@@ -222,7 +219,7 @@ class GuardedRunStream:
         Whether the guard cancelled the run.
     """
 
-    def __init__(self, owner: AgentLoopGuard, result: RunResultStreaming, session: Session) -> None:
+    def __init__(self, owner: AgentLoopGuard, result: Any, session: Session) -> None:
         self._owner, self._result, self._session = owner, result, session
         self.outcome: StreamOutcome | None = None
         self.cancelled = False
@@ -271,17 +268,17 @@ class GuardedRunStream:
         return guard.finish() if guard is not None else None
 
 
-class LoopGuardHooks(AgentHooks[Any]):
+class LoopGuardHooks(AgentHooks):  # type: ignore[misc]  # the host's class, Any to mypy
     """``Agent(hooks=...)`` feeding a :class:`AgentLoopGuard`'s session with every model response.
 
     ``inner``: the agent's own hooks, called after ours (``None``: none).
     Raises :class:`AgentLoopStopped` from ``on_llm_end`` on a ``cut``/``cancel`` verdict.
     """
 
-    def __init__(self, owner: AgentLoopGuard, inner: AgentHooks[Any] | None = None) -> None:
+    def __init__(self, owner: AgentLoopGuard, inner: Any = None) -> None:
         self._owner, self.inner = owner, inner
 
-    def _session(self, context: RunContextWrapper[Any], text: bool = True) -> Session | None:
+    def _session(self, context: Any, text: bool = True) -> Session | None:
         """The run's session; ``None`` on an error, or for ``text`` while a stream guard feeds it."""
         try:
             session = self._owner.session_for(context.context)
@@ -290,9 +287,7 @@ class LoopGuardHooks(AgentHooks[Any]):
             return None
         return None if text and self._owner.streaming(session) else session
 
-    async def on_llm_start(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], system_prompt: str | None, input_items: list[Any]
-    ) -> None:
+    async def on_llm_start(self, context: Any, agent: Any, system_prompt: str | None, input_items: list[Any]) -> None:
         """A model request: a new attempt of the session."""
         session = self._session(context)
         if session is not None:
@@ -303,7 +298,7 @@ class LoopGuardHooks(AgentHooks[Any]):
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
-    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse) -> None:
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
         """The response's reasoning and text fed, its tool calls noted, the attempt ended."""
         session = self._session(context)
         verdict = _fed(session, response) if session is not None else None
@@ -313,7 +308,7 @@ class LoopGuardHooks(AgentHooks[Any]):
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
 
-    async def on_end(self, context: Any, agent: Agent[Any], output: Any) -> None:
+    async def on_end(self, context: Any, agent: Any, output: Any) -> None:
         """The agent's final output: the end of the session's turn (``empty_turn``)."""
         session = self._session(context, text=False)
         if session is not None:
@@ -326,19 +321,19 @@ class LoopGuardHooks(AgentHooks[Any]):
         if self.inner is not None:
             await self.inner.on_end(context, agent, output)
 
-    async def on_start(self, context: Any, agent: Agent[Any]) -> None:
+    async def on_start(self, context: Any, agent: Any) -> None:
         if self.inner is not None:
             await self.inner.on_start(context, agent)
 
-    async def on_handoff(self, context: RunContextWrapper[Any], agent: Agent[Any], source: Agent[Any]) -> None:
+    async def on_handoff(self, context: Any, agent: Any, source: Any) -> None:
         if self.inner is not None:
             await self.inner.on_handoff(context, agent, source)
 
-    async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Any) -> None:
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
-    async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Any, result: Any) -> None:
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
 
@@ -369,11 +364,11 @@ def _fed(session: Session, response: Any) -> Verdict | None:
 
 
 def guard_agent(
-    agent: Agent[Any],
+    agent: Any,
     session: SessionSource | AgentLoopGuard | None = None,
     *,
     stream_config: StreamConfig | Mapping[str, Any] | None = None,
-) -> Agent[Any]:
+) -> Any:
     """A copy of ``agent`` with loopguard attached: the input and output guardrails on every
     ``FunctionTool`` (copies; the originals are untouched, their own guardrails run first) and
     :class:`LoopGuardHooks` (chaining the agent's own hooks).
