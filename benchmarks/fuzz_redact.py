@@ -66,13 +66,22 @@ class Failure(AssertionError):
 
 
 def _timed(fn: Any, *args: Any) -> Any:
-    started = time.process_time()
-    out = fn(*args)
-    took = time.process_time() - started
-    size = sum(len(a) for a in (*args, out) if isinstance(a, str))
-    if took > 0.25 + 2 * size / 1e6:  # generous: a ReDoS costs seconds for a few KB
-        raise Failure(f"{took:.3f} s for {size} code points")
-    return out
+    """Call ``fn(*args)``; fail when it takes super-linear CPU time.
+
+    Measured with ``time.thread_time`` (this thread's CPU, not a background thread's), and
+    a slow call is retried twice: a ReDoS or quadratic walk is slow every time, while a
+    garbage-collection pause or a busy CI machine is not, so only the fastest try counts.
+    """
+    best, out, size = float("inf"), None, 0
+    for _ in range(3):
+        started = time.thread_time()
+        out = fn(*args)
+        best = min(best, time.thread_time() - started)
+        size = sum(len(a) for a in (*args, out) if isinstance(a, str))
+        limit = 0.25 + 2 * size / 1e6  # generous: a ReDoS costs seconds for a few KB
+        if best <= limit:
+            return out
+    raise Failure(f"{best:.3f} s for {size} code points (fastest of 3 tries)")
 
 
 def check_text(prefix: str, shape: int, suffix: str) -> None:

@@ -77,6 +77,31 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{REQUIRE_SHARED_DATA_ENV}=1 but the {SHARED_REASON}")
 
 
+HOST_TEST_PREFIX = "test_host_"
+HOST_TESTS_ALWAYS_COLLECTED = {"test_host_imports.py"}  # runs in every run: no host needed
+
+
+def _markexpr_selects(config: pytest.Config, marker: str) -> bool:
+    """Whether ``-m`` can select a test carrying only ``marker`` (True without ``-m``)."""
+    expr = config.option.markexpr
+    if not expr:
+        return True
+    from _pytest.mark.expression import Expression  # pytest's own ``-m`` grammar
+
+    return bool(Expression.compile(expr).evaluate(lambda name, **_: name == marker))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave the host modules out when ``-m`` deselects ``hosts`` (the default run): they skip
+    at import without their extra, which would show as a skip in a run that never meant to run
+    them."""
+    name = collection_path.name
+    if name.startswith(HOST_TEST_PREFIX) and name not in HOST_TESTS_ALWAYS_COLLECTED:
+        if not _markexpr_selects(config, "hosts"):
+            return True
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip ``shared_data`` tests, with the one reason, when the data is absent (before any other
