@@ -165,7 +165,7 @@ from litellm.integrations.custom_logger import CustomLogger
 from loopguard.integrations import litellm as lg
 
 FLAG = os.environ["LOOPGUARD_TEST_FAULT_FLAG"]
-_chat, _replay = lg.apply_chat_chunk, lg.replay_tool_calls
+_chat, _replay = lg.apply_litellm_chunk, lg.replay_tool_calls
 
 
 def _fault(real):
@@ -176,7 +176,7 @@ def _fault(real):
     return call
 
 
-lg.apply_chat_chunk, lg.replay_tool_calls = _fault(_chat), _fault(_replay)
+lg.apply_litellm_chunk, lg.replay_tool_calls = _fault(_chat), _fault(_replay)
 _log = logging.getLogger("loopguard")
 _log.setLevel(logging.INFO)
 _log.addHandler(logging.StreamHandler())
@@ -498,3 +498,41 @@ def test_the_readme_litellm_example_runs(capsys: pytest.CaptureFixture[str]) -> 
     exec(block.group(1), {})
     out = capsys.readouterr().out
     assert out.startswith("[loopguard] Duplicate tool call blocked: `grep`")
+
+
+def test_without_litellm_the_import_error_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['litellm'] = None\n"
+        "try:\n    import loopguard.integrations.litellm\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert 'pip install "loopguard[litellm]"' in out
+
+
+def test_the_litellm_fast_path_reads_as_the_chat_reader_does() -> None:
+    from litellm.types.utils import ModelResponseStream
+
+    from loopguard import StreamGuard
+    from loopguard.integrations.openai import apply_chat_chunk
+
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "grep", "arguments": json.dumps(GREP)}}
+    shapes = [
+        _chunk({"role": "assistant", "content": ""}),
+        _chunk({"content": "Let me look. "}),
+        _chunk({"reasoning_content": "Checking the cart. "}),
+        _chunk({"reasoning": "Checking the cart again. "}),
+        _chunk({"content": "Both ", "reasoning_content": "at once. "}),
+        _chunk({"tool_calls": [call]}),
+        _chunk({}, "tool_calls"),
+        {**_chunk({"content": "other choice"}), "choices": [{"index": 1, "delta": {"content": "x"}, "finish_reason": None}]},
+    ]
+    rng = __import__("random").Random(3)
+    for trial in range(30):
+        dicts = [rng.choice(shapes) for _ in range(40)] + [_chunk({"content": LOOP_DELTA})] * rng.randint(0, 80)
+        results = []
+        for reader in (apply_chat_chunk, lg.apply_litellm_chunk):
+            guard = StreamGuard(config={"mode": "cut"})
+            actions = [reader(ModelResponseStream(**json.loads(json.dumps(d))), guard) for d in dicts]
+            results.append((actions, guard.finish().to_dict()))
+        assert results[0] == results[1], trial

@@ -60,12 +60,21 @@ from .responses import apply_response_event
 try:  # the host package, imported through importlib: mypy never walks LiteLLM's sources
     _CustomGuardrail: Any = importlib.import_module("litellm.integrations.custom_guardrail").CustomGuardrail
     _HTTPException: Any = importlib.import_module("fastapi").HTTPException
+    _types: Any = importlib.import_module("litellm.types.utils")
+    _CHUNK, _CHOICE, _DELTA = _types.ModelResponseStream, _types.StreamingChoices, _types.Delta
 except ImportError as _exc:  # pragma: no cover - tested in a subprocess without the package
     raise ImportError(
         f'loopguard.integrations.litellm needs LiteLLM\'s proxy: pip install "loopguard[litellm]" ({_exc})'
     ) from _exc
 
-__all__ = ["LoopGuardrail", "LoopGuardStreamStopped", "ReplayedCall", "replay_tool_calls", "session_key"]
+__all__ = [
+    "LoopGuardrail",
+    "LoopGuardStreamStopped",
+    "ReplayedCall",
+    "apply_litellm_chunk",
+    "replay_tool_calls",
+    "session_key",
+]
 
 logger = logging.getLogger("loopguard.integrations")
 
@@ -331,10 +340,33 @@ def _passthrough(chunk: Any, guard: StreamGuard) -> Action:
     return Action.CONTINUE
 
 
+def apply_litellm_chunk(chunk: Any, guard: StreamGuard) -> Action:
+    """:func:`~loopguard.integrations.openai.apply_chat_chunk` with a fast path for LiteLLM's
+    common chunk (a ``ModelResponseStream`` with one choice, index 0, no finish reason, a
+    ``Delta`` with a text ``content``, no tool calls, no reasoning): LiteLLM keeps those fields
+    in ``__pydantic_extra__``, read here directly.  Same actions and outcome for every chunk."""
+    if type(chunk) is _CHUNK:
+        choices = chunk.__dict__.get("choices")  # a chunk built with model_construct may lack a field
+        if type(choices) is list and len(choices) == 1 and type(choices[0]) is _CHOICE:
+            extra = choices[0].__pydantic_extra__
+            delta: Any = extra.get("delta") if extra else None
+            if (
+                type(delta) is _DELTA
+                and extra.get("finish_reason") is None
+                and extra.get("index") == 0
+                and delta.__dict__.get("reasoning_content") is None
+            ):
+                fields = delta.__pydantic_extra__
+                content = fields.get("content") if fields else None
+                if type(content) is str and not fields.get("tool_calls") and fields.get("reasoning") is None:
+                    return guard.text(content) if content else Action.CONTINUE
+    return apply_chat_chunk(chunk, guard)
+
+
 def _pick(chunk: Any) -> Any:
     """The adapter for a chunk's shape, or ``None`` (not known yet)."""
     if field(chunk, "choices") is not None:
-        return apply_chat_chunk
+        return apply_litellm_chunk
     kind = field(chunk, "type")
     if isinstance(kind, str) and kind.startswith("response."):
         return apply_response_event
@@ -381,9 +413,8 @@ def _tail_chunk(last: Any, outcome: StreamOutcome, finish_reason: str) -> Any:
         delta = {"content": content} if content is not None else {}
         choice = {"index": 0, "delta": delta, "finish_reason": reason}
         return {**head, "object": "chat.completion.chunk", "choices": [choice], "loopguard": info}
-    types = importlib.import_module("litellm.types.utils")
-    choice = types.StreamingChoices(index=0, delta=types.Delta(content=content), finish_reason=reason)
-    return types.ModelResponseStream(
+    choice = _CHOICE(index=0, delta=_DELTA(content=content), finish_reason=reason)
+    return _CHUNK(
         **{k: v for k, v in head.items() if v is not None},
         object="chat.completion.chunk",
         choices=[choice],
