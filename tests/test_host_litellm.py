@@ -203,7 +203,9 @@ class Proxy:
     key: str
 
 
-def start_proxy(tmp: Path, upstream_url: str, *, guarded: bool = True, faults: bool = True) -> tuple[Any, Proxy]:
+def start_proxy(
+    tmp: Path, upstream_url: str, *, faults: bool = True, options: dict[str, str] | None = None
+) -> tuple[Any, Proxy]:
     """``litellm --config`` in ``tmp`` (the README's shim and config, pointed at ``upstream_url``);
     returns the process and where it listens, once it answers ``/health/liveliness``."""
     section = readme_section()
@@ -212,8 +214,9 @@ def start_proxy(tmp: Path, upstream_url: str, *, guarded: bool = True, faults: b
     assert shim is not None and config is not None
     (tmp / "loopguard_litellm.py").write_text(shim.group(1) + "\n")
     text = config.group(1).replace("http://localhost:8000/v1", upstream_url)
-    if not guarded:
-        text = text.split("guardrails:", 1)[0]
+    for key, value in (options or {}).items():  # the README's keys, set to other values
+        text, n = re.subn(rf"(\n\s+{key}:) \w+", rf"\1 {value}", text)
+        assert n == 1, key
     if faults:
         (tmp / "loopguard_faults.py").write_text(FAULTS)
         text += "litellm_settings:\n  callbacks: loopguard_faults.handler\n"
@@ -247,9 +250,9 @@ def start_proxy(tmp: Path, upstream_url: str, *, guarded: bool = True, faults: b
     return proc, Proxy(url, log, tmp / "fault", key)
 
 
-@pytest.fixture(scope="module")
-def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
-    proc, where = start_proxy(tmp_path_factory.mktemp("litellm"), upstream.url)
+@contextlib.contextmanager
+def running_proxy(tmp: Path, upstream_url: str, **kwargs: Any) -> Iterator[Proxy]:
+    proc, where = start_proxy(tmp, upstream_url, **kwargs)
     client = openai.OpenAI(base_url=where.url + "/v1", api_key=where.key, max_retries=0, timeout=60)
     for _ in range(60):  # the port opens before the app is ready
         try:
@@ -257,12 +260,20 @@ def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Itera
             break
         except openai.APIConnectionError:
             time.sleep(0.5)
-    yield where
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        yield where
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    with running_proxy(tmp_path_factory.mktemp("litellm"), upstream.url) as where:
+        yield where
 
 
 def _client(proxy: Proxy) -> Any:
@@ -378,6 +389,31 @@ def test_a_guard_fault_inside_the_proxy_never_breaks_the_stream(proxy: Proxy, up
     assert log.count("loopguard could not read a stream chunk (RuntimeError); the rest passes unguarded") == 1
     assert "loopguard could not replay the request's tool calls (RuntimeError)" in log
     assert CANARY not in log
+
+
+def test_the_config_keys_reach_the_guardrail_error_and_reject(upstream: Upstream, tmp_path: Path) -> None:
+    """``on_cut: error`` and ``on_deny: reject`` in ``config.yaml``: the looping stream ends with
+    LiteLLM's in-band error frame (the ``openai`` client raises ``APIError`` with the guard's
+    reason after the chunks the bare guard passes); a history whose latest call the bare guard
+    denies is refused with HTTP 400, the upstream never asked."""
+    expected, outcome = _bare_stream("loop")
+    options = {"on_deny": "reject", "on_cut": "error"}
+    with running_proxy(tmp_path, upstream.url, faults=False, options=options) as where, _client(where) as client:
+        seen: list[Any] = []
+        messages = [{"role": "user", "content": "loop"}]
+        with client.chat.completions.create(model="fake", stream=True, messages=messages) as stream:
+            with pytest.raises(openai.APIError) as err:
+                for c in stream:
+                    seen.append(c)
+        assert _contents(seen) == expected
+        assert outcome.verdict is not None and outcome.verdict.reason in str(err.value.message)
+        before = len(upstream.bodies)
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(model="fake", messages=_history(3, GREP))
+        assert len(upstream.bodies) == before
+        assert refused.value.status_code == 400
+        assert refused.value.message.startswith("Error code: 400 - [loopguard] Duplicate tool call blocked: `grep`")
+        assert "loopguard_repeat" in json.dumps(refused.value.body), refused.value.body
 
 
 # ------------------------------------------------------------------- in process
@@ -525,7 +561,10 @@ def test_the_litellm_fast_path_reads_as_the_chat_reader_does() -> None:
         _chunk({"content": "Both ", "reasoning_content": "at once. "}),
         _chunk({"tool_calls": [call]}),
         _chunk({}, "tool_calls"),
-        {**_chunk({"content": "other choice"}), "choices": [{"index": 1, "delta": {"content": "x"}, "finish_reason": None}]},
+        {
+            **_chunk({"content": "other choice"}),
+            "choices": [{"index": 1, "delta": {"content": "x"}, "finish_reason": None}],
+        },
     ]
     rng = __import__("random").Random(3)
     for trial in range(30):
