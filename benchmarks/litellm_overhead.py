@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import of litellm
+
 SHIM = "from loopguard.integrations.litellm import LoopGuardrail  # noqa: F401\n"
 NOOP = """\
 from litellm.integrations.custom_guardrail import CustomGuardrail

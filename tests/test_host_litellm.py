@@ -35,6 +35,8 @@ import pytest
 
 from host_support import require_host
 
+# LiteLLM fetches its model cost map from the network at import unless told to use its own copy
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 host = require_host("litellm", "litellm")
 
 from loopguard import ToolGuard, wrap_tool  # noqa: E402
