@@ -11,6 +11,8 @@
 Host integrations (issue 19), each importing its host package, which ``import loopguard`` never
 does (install the extra of the same name):
 
+- :mod:`loopguard.integrations.litellm` — ``LoopGuardrail``, a LiteLLM proxy guardrail
+  (``loopguard[litellm]``);
 - :mod:`loopguard.integrations.langchain` — ``LoopGuardMiddleware``, a LangChain v1
   ``AgentMiddleware`` (``loopguard[langchain]``);
 - :mod:`loopguard.integrations.mcp` — a ``fastmcp`` ``LoopGuardMiddleware`` and ``guard_proxy``

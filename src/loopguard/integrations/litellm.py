@@ -1,0 +1,585 @@
+"""LiteLLM proxy guardrail: :class:`LoopGuardrail` (issue 19; ``docs/spec.md`` §3, §5.2).
+
+One guardrail in the proxy's ``config.yaml`` guards both sides of every request:
+
+* **pre-call** (``async_pre_call_hook``): the request's ``messages`` carry the whole
+  conversation, so the tool guard is replayed over them *statelessly* -- a fresh
+  :class:`~loopguard.ToolGuard` per request, each assistant ``tool_calls`` entry decided when
+  its ``role: "tool"`` result comes (``before_call``, then ``after_call`` with the result), in
+  order.  A call the guard denies or cancels has its tool result replaced by the guard's
+  reason (``on_deny="rewrite"``, the default: the model reads why and takes another action),
+  or, when it is one of the latest calls, the request is refused with HTTP 400
+  (``on_deny="reject"``).  The history is the state, so every replica decides alike; earlier
+  denied calls are rewritten again on every request, so the model always sees one history.
+  Reminders (``notice``) are appended to a ``str`` result, as :func:`loopguard.wrap_tool` does.
+* **streaming** (``async_post_call_streaming_iterator_hook``): ``/chat/completions`` chunks go
+  through :func:`loopguard.integrations.openai.apply_chat_chunk` (OpenAI Responses events through
+  :func:`~loopguard.integrations.responses.apply_response_event`) under a
+  :class:`~loopguard.StreamGuard`; on a cut the upstream is closed and the stream ends with one
+  final chunk (``on_cut="finish"``: ``finish_reason`` -- ``"stop"`` by default, ``"tool_calls"``
+  when calls completed --, the marker line as content, and the outcome under a ``loopguard``
+  key) or with LiteLLM's in-band error frame (``on_cut="error"``).  Other chunk shapes (raw SSE
+  bytes of ``/v1/messages``) pass through untouched.
+
+A failure of loopguard itself (a bug, an unreadable request) never breaks the client's request
+or stream: it is logged on ``loopguard.integrations`` and the request or chunks pass unchanged.
+Tool arguments are never logged.
+
+Configure it beside ``config.yaml`` with the one-line shim ``loopguard_litellm.py``::
+
+    from loopguard.integrations.litellm import LoopGuardrail  # noqa: F401
+
+and in ``config.yaml``::
+
+    guardrails:
+      - guardrail_name: loopguard
+        litellm_params:
+          guardrail: loopguard_litellm.LoopGuardrail
+          mode: [pre_call, post_call]
+          default_on: true
+          on_deny: rewrite          # or reject
+          on_cut: finish            # or error
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..guard import Decision, Intervention, ToolGuard, ToolGuardConfig
+from ..session import Session
+from ..stream import Action, StreamConfig, StreamGuard, StreamOutcome
+from ._base import AsyncGuardedStream, field
+from .openai import apply_chat_chunk
+from .responses import apply_response_event
+
+try:  # the host package, imported through importlib: mypy never walks LiteLLM's sources
+    _CustomGuardrail: Any = importlib.import_module("litellm.integrations.custom_guardrail").CustomGuardrail
+    _HTTPException: Any = importlib.import_module("fastapi").HTTPException
+    _types: Any = importlib.import_module("litellm.types.utils")
+    _CHUNK, _CHOICE, _DELTA = _types.ModelResponseStream, _types.StreamingChoices, _types.Delta
+except ImportError as _exc:  # pragma: no cover - tested in a subprocess without the package
+    raise ImportError(
+        f'loopguard.integrations.litellm needs LiteLLM\'s proxy: pip install "loopguard[litellm]" ({_exc})'
+    ) from _exc
+
+__all__ = [
+    "LoopGuardrail",
+    "LoopGuardStreamStopped",
+    "ReplayedCall",
+    "apply_litellm_chunk",
+    "replay_tool_calls",
+    "session_key",
+]
+
+logger = logging.getLogger("loopguard.integrations")
+
+_SESSION_HEADERS = ("x-litellm-session-id", "x-session-id", "x-session-affinity")
+_ON_DENY = ("rewrite", "reject")
+_ON_CUT = ("finish", "error")
+_FINISH_REASONS = ("stop", "length", "content_filter")
+
+
+@dataclass(frozen=True)
+class ReplayedCall:
+    """One tool call of a request's history, as the replayed guard decided it.
+
+    Attributes
+    ----------
+    call_index : int
+        0-based position among the history's calls that have a result (the guard's
+        ``Decision.call_index``).
+    call_id : str | None
+        The assistant message's ``tool_calls[*].id``.
+    tool : str
+        The tool name (never the arguments: they carry secrets).
+    action : str
+        ``allow`` | ``notice`` | ``deny`` | ``cancel``; ``cancel`` too when a result tripped the
+        circuit breaker (``after_call``'s cancel intervention).
+    rule : str
+        The rule that acted (``""`` for a plain allow).
+    text : str
+        What the model reads: the deny or cancel reason (replacing the result), or the
+        reminders appended to the result (``""`` when none).
+    message_index : int
+        Index in ``messages`` of the call's ``role: "tool"`` result.
+    latest : bool
+        The call belongs to the last assistant message with tool calls (the pending round).
+    """
+
+    call_index: int
+    call_id: str | None
+    tool: str
+    action: str
+    rule: str
+    text: str
+    message_index: int
+    latest: bool
+
+    @property
+    def stopped(self) -> bool:
+        """The guard refused the call (``deny`` or ``cancel``)."""
+        return self.action in ("deny", "cancel")
+
+
+def _content_text(content: Any) -> Any:
+    """A tool message's content as the guard's result: the string, or the text parts joined."""
+    if isinstance(content, list):
+        parts = [field(p, "text") for p in content]
+        return "".join(p for p in parts if isinstance(p, str))
+    return content
+
+
+def _pending_calls(message: Any) -> dict[str, tuple[str, Any]]:
+    """An assistant message's tool calls by id: ``{id: (name, arguments)}`` (unnamed ones skipped)."""
+    out: dict[str, tuple[str, Any]] = {}
+    calls = field(message, "tool_calls")
+    if not isinstance(calls, (list, tuple)):
+        return out
+    for call in calls:
+        fn = field(call, "function")
+        name, call_id = field(fn, "name"), field(call, "id")
+        if isinstance(name, str) and name and isinstance(call_id, str):
+            out[call_id] = (name, field(fn, "arguments"))
+    return out
+
+
+def _last_round(messages: Sequence[Any]) -> int:
+    """The index of the last assistant message with tool calls (-1 when none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if field(messages[i], "role") == "assistant" and field(messages[i], "tool_calls"):
+            return i
+    return -1
+
+
+def _decide(
+    guard: ToolGuard, sid: str, name: str, args: Any, result: Any, error: bool
+) -> tuple[Decision, list[Intervention]]:
+    """``before_call``, then (when it may run) ``after_call`` with the result the history holds."""
+    decision = guard.before_call(sid, name, args)
+    if decision.action in ("deny", "cancel"):
+        return decision, []
+    return decision, guard.after_call(sid, name, args, result, error=error)
+
+
+def _replayed(decision: Decision, notes: list[Intervention], call_id: str, index: int, latest: bool) -> ReplayedCall:
+    if decision.action in ("deny", "cancel"):
+        return ReplayedCall(
+            decision.call_index, call_id, decision.tool, decision.action, decision.rule, decision.reason, index, latest
+        )
+    texts = [decision.reason] if decision.action == "notice" and decision.reason else []
+    texts += [n.text for n in notes]
+    stop = next((n for n in notes if n.action == "cancel"), None)
+    action = "cancel" if stop is not None else ("notice" if texts else "allow")
+    rule = stop.rule if stop is not None else (decision.rule or (notes[0].rule if notes else ""))
+    text = "".join("\n\n" + t for t in texts)
+    return ReplayedCall(decision.call_index, call_id, decision.tool, action, rule, text, index, latest)
+
+
+def replay_tool_calls(
+    messages: Sequence[Any],
+    *,
+    config: ToolGuardConfig | Mapping[str, Any] | None = None,
+    session_id: str = "litellm",
+) -> list[ReplayedCall]:
+    """Replay a Chat Completions history through a fresh :class:`~loopguard.ToolGuard`.
+
+    Parameters
+    ----------
+    messages : sequence of message dicts (or objects with the same fields)
+        ``role: "assistant"`` messages' ``tool_calls`` (``id``, ``function.name``,
+        ``function.arguments``) and the ``role: "tool"`` results (``tool_call_id``,
+        ``content``: a string or text parts), in order.  A call is decided when its result
+        comes (``before_call`` then ``after_call``), as an agent runs it; calls without a
+        result are not decided.  A tool result whose ``is_error`` is true is a failure.
+    config : ToolGuardConfig | Mapping | None
+        The guard's configuration (defaults: :class:`~loopguard.ToolGuardConfig`).
+    session_id : str
+        The session the guard's decision log records.
+
+    Returns
+    -------
+    list[ReplayedCall]
+        One per decided call, in order.
+
+    Raises
+    ------
+    TypeError
+        ``messages`` is not a sequence.  ``ConfigError`` for an invalid ``config``.
+    """
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a sequence of message dicts, not {type(messages).__name__}")
+    guard = ToolGuard(config)
+    last = _last_round(messages)
+    pending: dict[str, tuple[str, Any]] = {}
+    out: list[ReplayedCall] = []
+    for i, message in enumerate(messages):
+        role = field(message, "role")
+        if role == "assistant":
+            pending = _pending_calls(message)
+        elif role == "tool":
+            call_id = field(message, "tool_call_id")
+            call = pending.pop(call_id, None) if isinstance(call_id, str) else None
+            if call is None:
+                continue
+            result = _content_text(field(message, "content"))
+            decision, notes = _decide(guard, session_id, call[0], call[1], result, field(message, "is_error") is True)
+            out.append(_replayed(decision, notes, call_id, i, last >= 0 and i > last))
+    return out
+
+
+def _rewritten(messages: list[Any], calls: list[ReplayedCall]) -> list[Any] | None:
+    """``messages`` with each refused call's result replaced by the reason and the reminders
+    appended to ``str`` results; ``None`` when nothing changes."""
+    out: list[Any] | None = None
+    for call in calls:
+        if not call.text:
+            continue
+        message = messages[call.message_index]
+        if not isinstance(message, Mapping):
+            continue
+        content = message.get("content")
+        if call.stopped:
+            new = call.text
+        elif isinstance(content, str):
+            new = content + call.text
+        else:
+            logger.info("loopguard reminder for %s not added (the tool result is not a str)", call.tool)
+            continue
+        if out is None:
+            out = list(messages)
+        replaced = copy.copy(dict(message))
+        replaced["content"] = new
+        out[call.message_index] = replaced
+    return out
+
+
+def session_key(request_data: Mapping[str, Any], user_api_key_dict: Any = None) -> str:
+    """The conversation a request belongs to: ``litellm_session_id`` (the body's, then its
+    ``metadata`` / ``litellm_metadata``'s ``litellm_session_id`` or ``session_id``), then the
+    ``x-litellm-session-id`` / ``x-session-id`` / ``x-session-affinity`` header, then the
+    caller's API key hash (``key:<hash>``), else ``"default"``.  Never raises."""
+    try:
+        value = request_data.get("litellm_session_id")
+        if isinstance(value, str) and value:
+            return value
+        for bucket in ("metadata", "litellm_metadata"):
+            meta = request_data.get(bucket)
+            if isinstance(meta, Mapping):
+                for name in ("litellm_session_id", "session_id"):
+                    value = meta.get(name)
+                    if isinstance(value, str) and value:
+                        return value
+        server = request_data.get("proxy_server_request")
+        headers = server.get("headers") if isinstance(server, Mapping) else None
+        if isinstance(headers, Mapping):
+            lower = {str(k).lower(): v for k, v in headers.items()}
+            for name in _SESSION_HEADERS:
+                value = lower.get(name)
+                if isinstance(value, str) and value:
+                    return value
+        key = getattr(user_api_key_dict, "api_key", None) or getattr(user_api_key_dict, "token", None)
+        if isinstance(key, str) and key:
+            return "key:" + key
+    except Exception:
+        logger.warning("loopguard could not read the request's session; using 'default'", exc_info=True)
+    return "default"
+
+
+class LoopGuardStreamStopped(Exception):
+    """Raised inside the proxy's stream (``on_cut="error"``) so LiteLLM ends it with an in-band
+    error frame ``data: {"error": {"message", "type", "param", "code"}}`` (the ``openai``
+    client raises ``APIError``).
+
+    Attributes
+    ----------
+    message : str
+        The guard's reason (what was cut and why).
+    type : str
+        ``"loopguard_stream_stopped"``.
+    param : str | None
+        ``None``.
+    status_code : int
+        400.
+    outcome : StreamOutcome
+        The stream's outcome.
+    """
+
+    def __init__(self, message: str, outcome: StreamOutcome) -> None:
+        super().__init__(message)
+        self.message = message
+        self.type = "loopguard_stream_stopped"
+        self.param: str | None = None
+        self.status_code = 400
+        self.outcome = outcome
+
+
+def _outcome_info(outcome: StreamOutcome) -> dict[str, Any]:
+    """The ``loopguard`` field of the final chunk: what was cut, and the pruned texts."""
+    verdict, detection = outcome.verdict, outcome.detection
+    return {
+        "stopped": outcome.stopped,
+        "action": verdict.action if verdict is not None else "cut",
+        "reason": verdict.reason if verdict is not None else "",
+        "kind": detection.kind if detection is not None else None,
+        "channel": outcome.channel,
+        "cut": outcome.cut,
+        "removed": outcome.removed,
+        "should_resume": outcome.should_resume,
+        "cancelled": outcome.cancelled,
+        "kept_text": outcome.kept_text,
+        "kept_reasoning": outcome.kept_reasoning,
+    }
+
+
+def _passthrough(chunk: Any, guard: StreamGuard) -> Action:
+    return Action.CONTINUE
+
+
+def apply_litellm_chunk(chunk: Any, guard: StreamGuard) -> Action:
+    """:func:`~loopguard.integrations.openai.apply_chat_chunk` with a fast path for LiteLLM's
+    common chunk (a ``ModelResponseStream`` with one choice, index 0, no finish reason, a
+    ``Delta`` with a text ``content``, no tool calls, no reasoning): LiteLLM keeps those fields
+    in ``__pydantic_extra__``, read here directly.  Same actions and outcome for every chunk."""
+    if type(chunk) is _CHUNK:
+        choices = chunk.__dict__.get("choices")  # a chunk built with model_construct may lack a field
+        if type(choices) is list and len(choices) == 1 and type(choices[0]) is _CHOICE:
+            extra = choices[0].__pydantic_extra__
+            delta: Any = extra.get("delta") if extra else None
+            if (
+                type(delta) is _DELTA
+                and extra.get("finish_reason") is None
+                and extra.get("index") == 0
+                and delta.__dict__.get("reasoning_content") is None
+            ):
+                fields = delta.__pydantic_extra__
+                content = fields.get("content") if fields else None
+                if type(content) is str and not fields.get("tool_calls") and fields.get("reasoning") is None:
+                    return guard.text(content) if content else Action.CONTINUE
+    return apply_chat_chunk(chunk, guard)
+
+
+def _pick(chunk: Any) -> Any:
+    """The adapter for a chunk's shape, or ``None`` (not known yet)."""
+    if field(chunk, "choices") is not None:
+        return apply_litellm_chunk
+    kind = field(chunk, "type")
+    if isinstance(kind, str) and kind.startswith("response."):
+        return apply_response_event
+    return None
+
+
+def _router() -> Any:
+    """A chunk reader that picks the route's adapter on the stream's first chunk that has a
+    shape: Chat Completions chunks (``choices``), OpenAI Responses events (``type``
+    ``response.*``); until then, and for any other shape, chunks pass through.  The first
+    error of the adapter is logged (its type only) and the rest of the stream passes unread."""
+    chosen: list[Any] = []
+
+    def apply(chunk: Any, guard: StreamGuard) -> Action:
+        try:
+            if not chosen:
+                reader = _pick(chunk)
+                if reader is None:
+                    return Action.CONTINUE
+                chosen.append(reader)
+            return chosen[0](chunk, guard)  # type: ignore[no-any-return]
+        except Exception as exc:
+            chosen[:] = [_passthrough]
+            logger.error("loopguard could not read a stream chunk (%s); the rest passes unguarded", type(exc).__name__)
+            return Action.CONTINUE
+
+    return apply
+
+
+def _tail_chunk(last: Any, outcome: StreamOutcome, finish_reason: str) -> Any:
+    """The final Chat Completions chunk after a cut, shaped like the upstream's ``last`` chunk
+    (``id``, ``created``, ``model``): one choice with the marker line as content (when the
+    answer text was cut), ``finish_reason`` (``"tool_calls"`` when calls completed before the
+    cut) and the outcome under ``loopguard`` (also in ``provider_specific_fields``: LiteLLM's
+    fast serializer drops other extra fields).  A dict when ``last`` is one; ``None`` for
+    a Responses stream (it ends with the last event passed)."""
+    if field(last, "choices") is None:
+        return None
+    info = _outcome_info(outcome)
+    reason = "tool_calls" if outcome.tool_calls else finish_reason
+    content = "\n" + outcome.marker if outcome.channel == "text" and outcome.marker else None
+    head = {"id": field(last, "id"), "created": field(last, "created"), "model": field(last, "model")}
+    if isinstance(last, Mapping):
+        delta = {"content": content} if content is not None else {}
+        choice = {"index": 0, "delta": delta, "finish_reason": reason}
+        return {**head, "object": "chat.completion.chunk", "choices": [choice], "loopguard": info}
+    choice = _CHOICE(index=0, delta=_DELTA(content=content), finish_reason=reason)
+    return _CHUNK(
+        **{k: v for k, v in head.items() if v is not None},
+        object="chat.completion.chunk",
+        choices=[choice],
+        loopguard=info,
+        provider_specific_fields={"loopguard": info},
+    )
+
+
+def _check(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"LoopGuardrail: {name}={value!r} is invalid: must be one of {', '.join(allowed)}")
+    return str(value)
+
+
+class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class, imported as Any
+    """LiteLLM proxy guardrail: tool-call loops in the request history, text loops in the stream.
+
+    Parameters
+    ----------
+    on_deny : ``"rewrite"`` | ``"reject"``
+        A refused call (deny or cancel) of the history: its tool result is replaced by the
+        guard's reason (``"rewrite"``, default), or -- when it is in the latest round of calls --
+        the request is refused with HTTP 400 (``"reject"``; earlier refused calls are still
+        rewritten).
+    on_cut : ``"finish"`` | ``"error"``
+        A cut stream ends with a final chunk (``"finish"``, default) or LiteLLM's in-band error
+        frame carrying :class:`LoopGuardStreamStopped` (``"error"``).
+    finish_reason : ``"stop"`` | ``"length"`` | ``"content_filter"``
+        The final chunk's ``finish_reason`` when no tool call completed (default ``"stop"``).
+    guard_config : ToolGuardConfig | Mapping | None
+        The tool guard's configuration (``ToolGuardConfig`` keys).
+    stream_config : StreamConfig | Mapping | None
+        The stream policy (``mode``, ``marker``, ``language``; ``on_rescue_cap`` is always
+        ``"return"``: the proxy cannot resume, the client reads ``should_resume``).
+    text_config : str | None
+        The text detectors' profile (``None``: ``"default"``).
+    **kwargs
+        LiteLLM's own guardrail keys (``guardrail_name`` -- default ``"loopguard"``,
+        ``event_hook`` -- default ``[pre_call, post_call]``, ``default_on`` -- default True, …),
+        passed to ``CustomGuardrail``.  The proxy passes every key of ``litellm_params`` here.
+
+    Raises
+    ------
+    ValueError
+        for an ``on_deny``, ``on_cut`` or ``finish_reason`` not listed above.
+    ConfigError
+        for an invalid ``guard_config`` or ``stream_config``.
+    """
+
+    def __init__(
+        self,
+        *,
+        on_deny: str = "rewrite",
+        on_cut: str = "finish",
+        finish_reason: str = "stop",
+        guard_config: ToolGuardConfig | Mapping[str, Any] | None = None,
+        stream_config: StreamConfig | Mapping[str, Any] | None = None,
+        text_config: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.on_deny = _check("on_deny", on_deny, _ON_DENY)
+        self.on_cut = _check("on_cut", on_cut, _ON_CUT)
+        self.finish_reason = _check("finish_reason", finish_reason, _FINISH_REASONS)
+        if guard_config is not None and not isinstance(guard_config, ToolGuardConfig):
+            guard_config = ToolGuardConfig.from_mapping(guard_config)
+        self.guard_config: ToolGuardConfig | None = guard_config
+        self.stream_config = StreamConfig.coerce(stream_config).replace(on_rescue_cap="return")
+        self.text_config = text_config
+        kwargs.setdefault("guardrail_name", "loopguard")
+        kwargs.setdefault("default_on", True)
+        if kwargs.get("event_hook") is None:
+            hooks = importlib.import_module("litellm.types.guardrails").GuardrailEventHooks
+            kwargs["event_hook"] = [hooks.pre_call, hooks.post_call]
+        super().__init__(**kwargs)
+
+    # ----------------------------------------------------------------- pre-call
+
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
+    ) -> Any:
+        """Replay ``data["messages"]``' tool calls (:func:`replay_tool_calls`) and rewrite the
+        refused calls' results in ``data`` (returned; ``None`` when nothing changed).
+
+        Raises
+        ------
+        fastapi.HTTPException
+            400 with ``{"error": {"message": reason, "type": "loopguard", "code": "loopguard_<rule>"}}``
+            when ``on_deny="reject"`` and a call of the latest round is refused.
+        """
+        refused: ReplayedCall | None = None
+        try:
+            messages = data.get("messages") if isinstance(data, Mapping) else None
+            if not isinstance(messages, list) or not messages:
+                return None
+            sid = session_key(data, user_api_key_dict)
+            calls = replay_tool_calls(messages, config=self.guard_config, session_id=sid)
+            if self.on_deny == "reject":
+                refused = next((c for c in calls if c.stopped and c.latest), None)
+            rewritten = None if refused is not None else _rewritten(messages, calls)
+        except Exception as exc:
+            logger.error(
+                "loopguard could not replay the request's tool calls (%s); passed unchanged", type(exc).__name__
+            )
+            return None
+        if refused is not None:
+            logger.info("loopguard refused a request: %s call %d (%s)", refused.tool, refused.call_index, refused.rule)
+            error = {"message": refused.text, "type": "loopguard", "code": f"loopguard_{refused.rule}"}
+            raise _HTTPException(status_code=400, detail={"error": error})
+        if rewritten is None:
+            return None
+        data["messages"] = rewritten
+        return data
+
+    # ---------------------------------------------------------------- streaming
+
+    def _guarded(self, response: Any, request_data: Any, user_api_key_dict: Any) -> AsyncGuardedStream[Any] | None:
+        """The guarded upstream, or ``None`` (logged) when the guard cannot start."""
+        try:
+            sid = session_key(request_data if isinstance(request_data, Mapping) else {}, user_api_key_dict)
+            session = Session(sid, text_config=self.text_config, guard_config=self.guard_config)
+            return AsyncGuardedStream(response, _router(), config=self.stream_config, session=session)
+        except Exception as exc:
+            logger.error("loopguard could not guard the stream (%s); it passes unguarded", type(exc).__name__)
+            return None
+
+    def _ending(self, guarded: AsyncGuardedStream[Any], last: Any) -> Any:
+        """What ends a cut stream: the final chunk, a :class:`LoopGuardStreamStopped` to raise,
+        or ``None`` (not cut, or the ending could not be built: logged)."""
+        try:
+            outcome = guarded.outcome
+            if not outcome.stopped:
+                return None
+            logger.info("loopguard cut a stream: %s", outcome.detection.kind if outcome.detection else "?")
+            if self.on_cut == "error":
+                reason = outcome.verdict.reason if outcome.verdict is not None else "loop detected"
+                return LoopGuardStreamStopped(reason, outcome)
+            return _tail_chunk(last, outcome, self.finish_reason)
+        except Exception as exc:
+            logger.error("loopguard could not end the cut stream (%s); it ends as is", type(exc).__name__)
+            return None
+
+    async def async_post_call_streaming_iterator_hook(
+        self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
+    ) -> AsyncGenerator[Any, None]:
+        """Pass the upstream's chunks on until the guard cuts the stream, then close the
+        upstream and end the stream (``on_cut``).  Declared on this class itself: LiteLLM only
+        chains an iterator hook found in the concrete class's ``__dict__`` (a subclass must
+        declare it again, calling ``super()``)."""
+        guarded = self._guarded(response, request_data, user_api_key_dict)
+        if guarded is None:
+            async for chunk in response:
+                yield chunk
+            return
+        last: Any = None
+        try:
+            async for chunk in guarded:
+                last = chunk
+                yield chunk
+        finally:
+            try:
+                await guarded.close()  # idempotent: closes the upstream when the client went away
+            except Exception as exc:
+                logger.error("loopguard could not close the stream (%s)", type(exc).__name__)
+        ending = self._ending(guarded, last)
+        if isinstance(ending, LoopGuardStreamStopped):
+            raise ending
+        if ending is not None:
+            yield ending
