@@ -185,7 +185,8 @@ def test_a_circuit_breaker_after_a_call_stops_the_run_where_the_bare_guard_does(
 
     with pytest.raises(LoopGuardStopped) as err:
         asyncio.run(agent.run("read them"))
-    assert len(fetched) == expected_runs and script.tool_outputs() == expected  # notices appended as the guard wrote them
+    assert len(fetched) == expected_runs
+    assert script.tool_outputs() == expected  # notices appended as the guard wrote them
     assert (err.value.action, err.value.kind, err.value.rule, err.value.call_index) == (
         "cancel",
         "circuit_breaker",
