@@ -364,3 +364,27 @@ def test_the_readme_pydantic_ai_example_runs(capsys: pytest.CaptureFixture[str])
     exec(code, scope)
     assert (scope["runs"], scope["stopped"]) == (3, "repeat_streak")
     assert capsys.readouterr().out == "3 repeat_streak\n"
+
+
+def test_a_streamed_run_is_checked_when_its_response_is_complete() -> None:
+    """``agent.run_stream``: ``after_model_request`` sees the whole streamed response; a looping
+    one ends the run with ``LoopGuardStopped``, a clean one streams exactly as without the guard."""
+
+    def streamer(chunks: list[str]) -> FunctionModel:
+        async def stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+            for chunk in chunks:
+                yield chunk
+
+        return FunctionModel(stream_function=stream)
+
+    async def streamed(chunks: list[str], guarded: bool) -> list[str]:
+        agent: Agent[None, str] = Agent(streamer(chunks), capabilities=[LoopGuardCapability()] if guarded else [])
+        async with agent.run_stream("sum it") as result:
+            return [t async for t in result.stream_text(delta=True)]
+
+    with pytest.raises(LoopGuardStopped) as err:
+        asyncio.run(streamed([LOOP_TEXT] * 80, True))
+    assert (err.value.action, err.value.kind) == ("cut", "text_loop")
+    clean = ["The sum ", "is 42, ", "checked once."]
+    plain = asyncio.run(streamed(clean, False))
+    assert asyncio.run(streamed(clean, True)) == plain and "".join(plain) == "The sum is 42, checked once."

@@ -218,7 +218,10 @@ class LoopGuardCapability(AbstractCapability):  # type: ignore[misc]  # the host
             await self.guard.aafter_call(sid, tool, _arguments(call, args), text, error=True, call_id=call.tool_call_id)
         except Exception:
             logger.info("guard signal after a failed %s call dropped", shown_name(tool))
-        raise error
+        try:
+            raise error
+        finally:  # as the base hook does: the raised error's traceback holds this frame (and ctx)
+            del error
 
     def _take_notice(self, sid: Hashable, call_id: Any) -> Decision | None:
         with self._lock:
