@@ -18,7 +18,9 @@ does (install the extra of the same name):
 - :mod:`loopguard.integrations.mcp` — a ``fastmcp`` ``LoopGuardMiddleware`` and ``guard_proxy``
   in front of any MCP server (``loopguard[mcp]``);
 - :mod:`loopguard.integrations.openai_agents` — tool guardrails, hooks and a guarded run stream
-  for the OpenAI Agents SDK, ``guard_agent`` (``loopguard[openai-agents]``).
+  for the OpenAI Agents SDK, ``guard_agent`` (``loopguard[openai-agents]``);
+- :mod:`loopguard.integrations.pydantic_ai` — ``LoopGuardCapability``, a pydantic-ai capability
+  skipping a denied tool execution with the reason (``loopguard[pydantic-ai]``).
 
 Adapters read chunks by field name (dicts and SDK objects of any version)
 and never import the SDK they serve.  Tool bodies go behind
