@@ -64,6 +64,10 @@ CLEAN = [
 LOOP_CHUNKS = 400
 
 
+def _texts(kind: str) -> list[str]:
+    return [LOOP_PIECES[i % 2] for i in range(LOOP_CHUNKS)] if kind == "loop" else CLEAN
+
+
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
@@ -76,10 +80,37 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 
 def _stream_chunks(kind: str) -> list[dict[str, Any]]:
     """The upstream's chunks: a role chunk, the text deltas, the finish chunk."""
-    texts = [LOOP_PIECES[i % 2] for i in range(LOOP_CHUNKS)] if kind == "loop" else CLEAN
+    texts = _texts(kind)
     return (
         [_chunk({"role": "assistant", "content": ""})] + [_chunk({"content": t}) for t in texts] + [_chunk({}, "stop")]
     )
+
+
+def _response_events(kind: str) -> list[dict[str, Any]]:
+    """The upstream's OpenAI Responses stream: one message item, one ``output_text`` part, the
+    text deltas, the ``…done`` events, ``response.completed``."""
+    texts, mid = _texts(kind), "msg_fake"
+    base = {"id": "resp_fake", "object": "response", "created_at": 1_700_000_000, "model": "fake", "output": [],
+            "status": "in_progress"}  # fmt: skip
+    at = {"item_id": mid, "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": base},
+        {"type": "response.in_progress", "response": base},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": mid, "type": "message", "role": "assistant", "status": "in_progress", "content": []}},
+        {"type": "response.content_part.added", **at, "part": {"type": "output_text", "text": "", "annotations": []}},
+    ]  # fmt: skip
+    events += [{"type": "response.output_text.delta", **at, "delta": t} for t in texts]
+    part = {"type": "output_text", "text": "".join(texts), "annotations": []}
+    item = {"id": mid, "type": "message", "role": "assistant", "status": "completed", "content": [part]}
+    usage = {"input_tokens": 5, "output_tokens": len(texts), "total_tokens": 5 + len(texts)}
+    events += [
+        {"type": "response.output_text.done", **at, "text": part["text"]},
+        {"type": "response.content_part.done", **at, "part": part},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {**base, "status": "completed", "output": [item], "usage": usage}},
+    ]
+    return [{**e, "sequence_number": i} for i, e in enumerate(events)]
 
 
 # ------------------------------------------------------------------ the fake upstream
@@ -103,10 +134,15 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.bodies.append(body)
+            if self.path.endswith("/responses"):  # LiteLLM's route for openai/ models on /v1/messages and /v1/responses
+                kind = "loop" if "loop" in json.dumps(body.get("input")) else "clean"
+                frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in _response_events(kind)]
+                self._stream("responses:" + kind, frames)
+                return
             last = next((m for m in reversed(body["messages"]) if m["role"] == "user"), {"content": ""})
             kind = "loop" if "loop" in str(last["content"]) else "clean"
             if body.get("stream"):
-                self._stream(kind)
+                self._stream(kind, [f"data: {json.dumps(c)}\n\n" for c in _stream_chunks(kind)] + ["data: [DONE]\n\n"])
             else:
                 self._json({"id": "c", "object": "chat.completion", "created": 1, "model": "fake",
                             "choices": [{"index": 0, "finish_reason": "stop",
@@ -121,20 +157,18 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, kind: str) -> None:
+        def _stream(self, kind: str, frames: list[str]) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
             state.sent[kind], state.broken[kind] = 0, False
             try:
-                for chunk in _stream_chunks(kind):
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                for frame in frames:
+                    self.wfile.write(frame.encode())
                     self.wfile.flush()
                     state.sent[kind] += 1
                     time.sleep(0.01)
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 state.broken[kind] = True
             self.close_connection = True
@@ -206,16 +240,24 @@ class Proxy:
 
 
 def start_proxy(
-    tmp: Path, upstream_url: str, *, faults: bool = True, options: dict[str, str] | None = None
+    tmp: Path,
+    upstream_url: str,
+    *,
+    faults: bool = True,
+    options: dict[str, str] | None = None,
+    guard: bool = True,
 ) -> tuple[Any, Proxy]:
-    """``litellm --config`` in ``tmp`` (the README's shim and config, pointed at ``upstream_url``);
-    returns the process and where it listens, once it answers ``/health/liveliness``."""
+    """``litellm --config`` in ``tmp`` (the README's shim and config, pointed at ``upstream_url``;
+    ``guard=False``: without the ``guardrails`` block); returns the process and where it listens,
+    once it answers ``/health/liveliness``."""
     section = readme_section()
     shim = re.search(r"`(from loopguard\.integrations\.litellm import LoopGuardrail[^`]*)`", section)
     config = re.search(r"```yaml\n(.*?)```", section, flags=re.S)
     assert shim is not None and config is not None
     (tmp / "loopguard_litellm.py").write_text(shim.group(1) + "\n")
     text = config.group(1).replace("http://localhost:8000/v1", upstream_url)
+    if not guard:
+        text = text.split("guardrails:", 1)[0]
     for key, value in (options or {}).items():  # the README's keys, set to other values
         text, n = re.subn(rf"(\n\s+{key}:) \w+", rf"\1 {value}", text)
         assert n == 1, key
@@ -278,6 +320,13 @@ def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield where
 
 
+@pytest.fixture(scope="module")
+def bare_proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    """The same proxy without the guardrail: what a clean stream must look like."""
+    with running_proxy(tmp_path_factory.mktemp("litellm-bare"), upstream.url, faults=False, guard=False) as where:
+        yield where
+
+
 def _client(proxy: Proxy) -> Any:
     return openai.OpenAI(base_url=proxy.url + "/v1", api_key=proxy.key, max_retries=0, timeout=60)
 
@@ -332,6 +381,149 @@ def test_a_clean_stream_passes_unchanged(proxy: Proxy) -> None:
     assert _contents(chunks) == CLEAN == expected
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["stop"]
     assert all("loopguard" not in (c.model_extra or {}) for c in chunks)
+
+
+# ------------------------------------------------- /v1/messages and /v1/responses
+
+
+def _messages_stream(proxy: Proxy, prompt: str) -> list[tuple[str | None, Any]]:
+    """``POST /v1/messages`` (stream) with plain httpx: the SSE frames as ``(event, data)``."""
+    import httpx
+
+    body = {"model": "fake", "max_tokens": 1000, "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    headers = {"x-api-key": proxy.key, "anthropic-version": "2023-06-01"}
+    with httpx.stream("POST", proxy.url + "/v1/messages", json=body, headers=headers, timeout=60) as reply:
+        assert reply.status_code == 200, reply.read()
+        raw = "".join(reply.iter_text())
+    frames = []
+    for block in re.split(r"\r\n\r\n|\n\n", raw):
+        lines = block.splitlines()
+        event = next((x[6:].strip() for x in lines if x.startswith("event:")), None)
+        data = "\n".join(x[5:].strip() for x in lines if x.startswith("data:"))
+        if data:
+            frames.append((event, json.loads(data)))
+    return frames
+
+
+def _anthropic_texts(frames: list[tuple[str | None, Any]]) -> list[str]:
+    return [d["delta"]["text"] for _, d in frames if d.get("type") == "content_block_delta"]
+
+
+def _anthropic_events(texts: list[str]) -> list[dict[str, Any]]:
+    """The Anthropic events LiteLLM makes of the upstream's text, for the bare guard."""
+    start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    deltas = [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}} for t in texts]
+    return [{"type": "message_start", "message": {}}, start, *deltas, {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]  # fmt: skip
+
+
+def _bare(kind: str, route: str) -> tuple[list[str], Any]:
+    """loopguard alone over the same text, in the route's event shape: the text it passes and its outcome."""
+    from loopguard.integrations import anthropic, responses
+
+    if route == "messages":
+        stream = anthropic.guard_stream(iter(_anthropic_events(_texts(kind))))
+        passed = [e["delta"]["text"] for e in stream if e["type"] == "content_block_delta"]
+    else:
+        stream = responses.guard_response_stream(iter(_response_events(kind)))
+        passed = [e["delta"] for e in stream if e["type"] == "response.output_text.delta"]
+    return passed, stream.outcome
+
+
+def _upstream_closed(upstream: Upstream, kind: str, total: int) -> None:
+    deadline = time.monotonic() + 10
+    while not upstream.broken.get(kind) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert upstream.broken[kind] is True
+    assert upstream.sent[kind] < total
+
+
+def test_messages_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(proxy: Proxy, upstream: Upstream) -> None:
+    frames = _messages_stream(proxy, "loop please")
+    expected, outcome = _bare("loop", "messages")
+    assert outcome.stopped and outcome.channel == "text" and len(expected) < LOOP_CHUNKS
+    types = [d["type"] for _, d in frames]
+    assert all(event == d["type"] for event, d in frames)  # every frame has its event: line
+    # the text deltas passed, then the ending: the marker line, the block closed, message_delta, message_stop
+    *texts, marker = _anthropic_texts(frames)
+    assert texts == expected
+    assert marker == "\n" + outcome.marker
+    assert types[:2] == ["message_start", "content_block_start"]
+    assert types[-4:] == ["content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+    assert types.count("message_delta") == types.count("message_stop") == types.count("content_block_stop") == 1
+    delta = frames[-2][1]
+    assert delta["delta"]["stop_reason"] == "end_turn"
+    info = delta["loopguard"]
+    assert info["stopped"] is True and info["kind"] == outcome.detection.kind and info["channel"] == "text"
+    assert info["kept_text"] == outcome.kept_text and info["removed"] == outcome.removed
+    _upstream_closed(upstream, "responses:loop", len(_response_events("loop")))
+
+
+def _without_ids(frames: list[tuple[str | None, Any]]) -> list[tuple[str | None, Any]]:
+    """The frames with the message id (a fresh uuid per request) blanked."""
+    out = []
+    for event, data in frames:
+        if data.get("type") == "message_start":
+            data = {**data, "message": {**data["message"], "id": "msg"}}
+        out.append((event, data))
+    return out
+
+
+def test_messages_a_clean_stream_passes_unchanged(proxy: Proxy, bare_proxy: Proxy) -> None:
+    """Every frame (its ``event:`` line and its ``data:`` JSON) is the one the proxy without the
+    guardrail sends, the message id (a fresh uuid per request) aside."""
+    frames = _messages_stream(proxy, "clean please")
+    expected, outcome = _bare("clean", "messages")
+    assert not outcome.stopped
+    assert _anthropic_texts(frames) == CLEAN == expected
+    assert _without_ids(frames) == _without_ids(_messages_stream(bare_proxy, "clean please"))
+    assert "loopguard" not in json.dumps([d for _, d in frames])
+
+
+def _responses_stream(proxy: Proxy, prompt: str) -> list[Any]:
+    return list(_client(proxy).responses.create(model="fake", input=prompt, stream=True))
+
+
+def test_responses_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(proxy: Proxy, upstream: Upstream) -> None:
+    events = _responses_stream(proxy, "loop please")
+    expected, outcome = _bare("loop", "responses")
+    assert outcome.stopped and outcome.channel == "text" and len(expected) < LOOP_CHUNKS
+    *texts, marker = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert texts == expected
+    assert marker == "\n" + outcome.marker
+    types = [e.type for e in events]
+    assert types[-5:] == ["response.output_text.delta", "response.output_text.done", "response.content_part.done",
+                          "response.output_item.done", "response.completed"]  # fmt: skip
+    numbers = [e.sequence_number for e in events]
+    assert numbers == sorted(set(numbers))
+    text = "".join(expected) + "\n" + outcome.marker
+    assert events[-4].text == text and events[-3].part.text == text
+    done = events[-1]
+    assert done.response.status == "completed" and done.response.output_text == text
+    assert done.response.id == events[0].response.id
+    info = done.model_extra["loopguard"]
+    assert info["stopped"] is True and info["kind"] == outcome.detection.kind
+    assert info["kept_text"] == outcome.kept_text and info["removed"] == outcome.removed
+    _upstream_closed(upstream, "responses:loop", len(_response_events("loop")))
+
+
+def test_responses_a_clean_stream_passes_unchanged(proxy: Proxy, bare_proxy: Proxy) -> None:
+    """Every event (``model_dump()``) is the one the proxy without the guardrail sends, the
+    response id (LiteLLM encodes a fresh one per request) aside."""
+
+    def dumps(events: list[Any]) -> list[Any]:
+        out = json.loads(json.dumps([e.model_dump() for e in events], default=str))
+        for e in out:
+            if isinstance(e.get("response"), dict):
+                e["response"]["id"] = "resp"
+        return out
+
+    events = _responses_stream(proxy, "clean please")
+    expected, outcome = _bare("clean", "responses")
+    assert not outcome.stopped
+    assert [e.delta for e in events if e.type == "response.output_text.delta"] == CLEAN == expected
+    assert dumps(events) == dumps(_responses_stream(bare_proxy, "clean please"))
+    assert "loopguard" not in json.dumps(dumps(events))
 
 
 def _history(rounds: int, args: dict[str, Any]) -> list[dict[str, Any]]:
