@@ -589,7 +589,9 @@ def test_the_config_keys_reach_the_guardrail_error_and_reject(upstream: Upstream
     """``on_cut: error`` and ``on_deny: reject`` in ``config.yaml``: the looping stream ends with
     LiteLLM's in-band error frame (the ``openai`` client raises ``APIError`` with the guard's
     reason after the chunks the bare guard passes); a history whose latest call the bare guard
-    denies is refused with HTTP 400, the upstream never asked."""
+    denies is refused with HTTP 400, the upstream never asked.  On ``/v1/messages`` the error is
+    LiteLLM's Anthropic ``event: error`` frame, on ``/v1/responses`` its ``response.failed``
+    event, each with the guard's reason, after the text the bare guard passes."""
     expected, outcome = _bare_stream("loop")
     options = {"on_deny": "reject", "on_cut": "error"}
     with running_proxy(tmp_path, upstream.url, faults=False, options=options) as where, _client(where) as client:
@@ -608,6 +610,20 @@ def test_the_config_keys_reach_the_guardrail_error_and_reject(upstream: Upstream
         assert refused.value.status_code == 400
         assert refused.value.message.startswith("Error code: 400 - [loopguard] Duplicate tool call blocked: `grep`")
         assert "loopguard_repeat" in json.dumps(refused.value.body), refused.value.body
+        # /v1/messages: the text the bare guard passes, then LiteLLM's Anthropic error frame
+        frames = _messages_stream(where, "loop please")
+        expected, outcome = _bare("loop", "messages")
+        assert _anthropic_texts(frames) == expected
+        assert frames[-1][0] == "error" and frames[-1][1]["type"] == "error"
+        assert frames[-1][1]["error"]["message"] == outcome.verdict.reason
+        assert [d["type"] for _, d in frames[:-1]][-1] == "content_block_delta"  # nothing added before the error
+        # /v1/responses: the text the bare guard passes, then LiteLLM's response.failed event
+        events = _responses_stream(where, "loop please")
+        expected, outcome = _bare("loop", "responses")
+        assert [e.delta for e in events if e.type == "response.output_text.delta"] == expected
+        assert events[-1].type == "response.failed" and events[-1].response.status == "failed"
+        assert events[-1].response.error.message == outcome.verdict.reason
+        assert events[-2].type == "response.output_text.delta"
 
 
 # ------------------------------------------------------------------- in process
@@ -769,3 +785,48 @@ def test_the_litellm_fast_path_reads_as_the_chat_reader_does() -> None:
             actions = [reader(ModelResponseStream(**json.loads(json.dumps(d))), guard) for d in dicts]
             results.append((actions, guard.finish().to_dict()))
         assert results[0] == results[1], trial
+
+
+def _sse_bytes(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def test_messages_sse_frames_split_across_chunks_are_read_whole_and_passed_byte_for_byte() -> None:
+    """Raw SSE chunks cut anywhere (inside a frame, several frames in one): the bytes passed
+    are the upstream's own, up to the end of the frame the bare guard stops after (or before),
+    then the ending frames; a clean stream passes byte for byte."""
+    from loopguard.integrations import anthropic
+
+    for kind in ("loop", "clean"):
+        events = _anthropic_events(_texts(kind))
+        raw = _sse_bytes(events)
+        for size in (7, 64, 1000):
+            chunks = [raw[i : i + size] for i in range(0, len(raw), size)]
+            upstream = _Upstream(chunks)
+            out = asyncio.run(_drain(lg.LoopGuardrail(), upstream))
+            joined = b"".join(out)
+            bare = anthropic.guard_stream(iter(events))
+            passed = list(bare)
+            if kind == "clean":
+                assert joined == raw and not bare.outcome.stopped
+                continue
+            assert upstream.closed
+            prefix = _sse_bytes(passed)
+            assert joined.startswith(prefix)
+            ending = [json.loads(f.split(b"data: ", 1)[1]) for f in joined[len(prefix) :].split(b"\n\n") if f]
+            assert [e["type"] for e in ending] == ["content_block_delta", "content_block_stop", "message_delta",
+                                                   "message_stop"]  # fmt: skip
+            assert ending[0]["delta"]["text"] == "\n" + bare.outcome.marker
+            assert ending[2]["loopguard"]["kept_text"] == bare.outcome.kept_text
+
+
+def test_messages_a_guard_fault_lets_the_rest_pass(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    def broken(event: Any, guard: Any) -> Any:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(lg, "apply_anthropic_event", broken)
+    raw = _sse_bytes(_anthropic_events(_texts("loop")))
+    with caplog.at_level(logging.ERROR, logger="loopguard.integrations"):
+        out = asyncio.run(_drain(lg.LoopGuardrail(), _Upstream([raw[i : i + 50] for i in range(0, len(raw), 50)])))
+    assert b"".join(out) == raw
+    assert caplog.text.count("could not read a stream chunk (RuntimeError)") == 1

@@ -18,8 +18,25 @@ One guardrail in the proxy's ``config.yaml`` guards both sides of every request:
   :class:`~loopguard.StreamGuard`; on a cut the upstream is closed and the stream ends with one
   final chunk (``on_cut="finish"``: ``finish_reason`` -- ``"stop"`` by default, ``"tool_calls"``
   when calls completed --, the marker line as content, and the outcome under a ``loopguard``
-  key) or with LiteLLM's in-band error frame (``on_cut="error"``).  Other chunk shapes (raw SSE
-  bytes of ``/v1/messages``) pass through untouched.
+  key) or with LiteLLM's in-band error frame (``on_cut="error"``).
+* ``/v1/messages`` streams reach the hook as raw SSE (``bytes``; LiteLLM 1.108 translates the
+  upstream's events to Anthropic frames before the hook): the frames are read whole -- the
+  chunks are re-cut at frame boundaries, so a frame may span chunks and a cut never falls inside
+  one; the bytes passed are the upstream's own -- with
+  :func:`~loopguard.integrations.anthropic.apply_anthropic_event`.  A cut ends the stream with
+  the marker line (a ``text_delta`` in the open text block), ``content_block_stop`` for every
+  open block, ``message_delta`` (``stop_reason``: ``"tool_use"`` when calls completed, else
+  ``end_turn`` / ``max_tokens`` / ``refusal`` for ``finish_reason``; the outcome under
+  ``loopguard``) and ``message_stop``; with ``on_cut="error"`` LiteLLM writes its Anthropic
+  ``event: error`` frame.
+* ``/v1/responses`` streams reach it as LiteLLM's Responses event objects: a cut ends with the
+  marker line (``response.output_text.delta``), the ``…done`` events of the open text part and
+  output item, then ``response.completed`` (``response.incomplete`` for ``length`` /
+  ``content_filter``) carrying the output so far, the outcome under ``loopguard``;
+  ``on_cut="error"`` gives LiteLLM's ``response.failed``.  LiteLLM 1.108's Responses iterator
+  cannot close its upstream, so a cut also closes the iterator's HTTP ``response``.
+
+Other chunk shapes pass through untouched.
 
 A failure of loopguard itself (a bug, an unreadable request) never breaks the client's request
 or stream: it is logged on ``loopguard.integrations`` and the request or chunks pass unchanged.
