@@ -246,9 +246,11 @@ def start_proxy(
     faults: bool = True,
     options: dict[str, str] | None = None,
     guard: bool = True,
+    chat_bridge: bool = False,
 ) -> tuple[Any, Proxy]:
     """``litellm --config`` in ``tmp`` (the README's shim and config, pointed at ``upstream_url``;
-    ``guard=False``: without the ``guardrails`` block); returns the process and where it listens,
+    ``guard=False``: without the ``guardrails`` block; ``chat_bridge=True``: ``/v1/messages`` and
+    ``/v1/responses`` reach the upstream's ``/chat/completions``, LiteLLM translating); returns the process and where it listens,
     once it answers ``/health/liveliness``."""
     section = readme_section()
     shim = re.search(r"`(from loopguard\.integrations\.litellm import LoopGuardrail[^`]*)`", section)
@@ -258,6 +260,9 @@ def start_proxy(
     text = config.group(1).replace("http://localhost:8000/v1", upstream_url)
     if not guard:
         text = text.split("guardrails:", 1)[0]
+    if chat_bridge:
+        text = text.replace("api_key: sk-upstream}", "api_key: sk-upstream, use_chat_completions_api: true}")
+        assert "use_chat_completions_api" in text
     for key, value in (options or {}).items():  # the README's keys, set to other values
         text, n = re.subn(rf"(\n\s+{key}:) \w+", rf"\1 {value}", text)
         assert n == 1, key
@@ -274,6 +279,8 @@ def start_proxy(
         LOOPGUARD_TEST_FAULT_FLAG=str(tmp / "fault"),
     )
     env.pop("LOOPGUARD_REQUIRE_HOSTS", None)
+    if chat_bridge:
+        env["LITELLM_USE_CHAT_COMPLETIONS_URL_FOR_ANTHROPIC_MESSAGES"] = "1"
     litellm_cli = Path(sys.executable).parent / "litellm"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -318,6 +325,28 @@ def running_proxy(tmp: Path, upstream_url: str, **kwargs: Any) -> Iterator[Proxy
 def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     with running_proxy(tmp_path_factory.mktemp("litellm"), upstream.url) as where:
         yield where
+
+
+@pytest.fixture(scope="module")
+def bridge_proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    """The guarded proxy with LiteLLM's chat bridge: ``/v1/messages`` and ``/v1/responses`` go to
+    the upstream's ``/chat/completions``."""
+    with running_proxy(tmp_path_factory.mktemp("litellm-bridge"), upstream.url, chat_bridge=True) as where:
+        yield where
+
+
+@pytest.fixture(params=["responses", "chat"])
+def routed(request: pytest.FixtureRequest) -> tuple[Proxy, str, int | None]:
+    """A guarded proxy and what its ``/v1/messages`` / ``/v1/responses`` reach upstream: the
+    Responses API (LiteLLM 1.108's default for ``openai/`` models) or, through LiteLLM's chat
+    bridge, ``/chat/completions``; with the upstream stream's key and length.  The length is
+    ``None`` on the bridge: there LiteLLM 1.108 cannot close the upstream (its bridge iterators,
+    ``LiteLLMCompletionStreamingIterator`` and the Anthropic adapter's ``AnthropicStreamWrapper``,
+    have no ``aclose``, and the router's fallback wrapper closes a source only when it has one),
+    so the cut ends the client's stream while LiteLLM drains the upstream."""
+    if request.param == "responses":
+        return request.getfixturevalue("proxy"), "responses:loop", len(_response_events("loop"))
+    return request.getfixturevalue("bridge_proxy"), "loop", None
 
 
 @pytest.fixture(scope="module")
@@ -438,7 +467,10 @@ def _upstream_closed(upstream: Upstream, kind: str, total: int) -> None:
     assert upstream.sent[kind] < total
 
 
-def test_messages_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(proxy: Proxy, upstream: Upstream) -> None:
+def test_messages_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(
+    routed: tuple[Proxy, str, int | None], upstream: Upstream
+) -> None:
+    proxy, key, total = routed
     frames = _messages_stream(proxy, "loop please")
     expected, outcome = _bare("loop", "messages")
     assert outcome.stopped and outcome.channel == "text" and len(expected) < LOOP_CHUNKS
@@ -456,7 +488,8 @@ def test_messages_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(proxy: Pr
     info = delta["loopguard"]
     assert info["stopped"] is True and info["kind"] == outcome.detection.kind and info["channel"] == "text"
     assert info["kept_text"] == outcome.kept_text and info["removed"] == outcome.removed
-    _upstream_closed(upstream, "responses:loop", len(_response_events("loop")))
+    if total is not None:
+        _upstream_closed(upstream, key, total)
 
 
 def _without_ids(frames: list[tuple[str | None, Any]]) -> list[tuple[str | None, Any]]:
@@ -484,7 +517,10 @@ def _responses_stream(proxy: Proxy, prompt: str) -> list[Any]:
     return list(_client(proxy).responses.create(model="fake", input=prompt, stream=True))
 
 
-def test_responses_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(proxy: Proxy, upstream: Upstream) -> None:
+def test_responses_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(
+    routed: tuple[Proxy, str, int | None], upstream: Upstream
+) -> None:
+    proxy, key, total = routed
     events = _responses_stream(proxy, "loop please")
     expected, outcome = _bare("loop", "responses")
     assert outcome.stopped and outcome.channel == "text" and len(expected) < LOOP_CHUNKS
@@ -504,7 +540,8 @@ def test_responses_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(proxy: P
     info = done.model_extra["loopguard"]
     assert info["stopped"] is True and info["kind"] == outcome.detection.kind
     assert info["kept_text"] == outcome.kept_text and info["removed"] == outcome.removed
-    _upstream_closed(upstream, "responses:loop", len(_response_events("loop")))
+    if total is not None:
+        _upstream_closed(upstream, key, total)
 
 
 def test_responses_a_clean_stream_passes_unchanged(proxy: Proxy, bare_proxy: Proxy) -> None:

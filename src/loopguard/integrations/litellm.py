@@ -34,7 +34,11 @@ One guardrail in the proxy's ``config.yaml`` guards both sides of every request:
   output item, then ``response.completed`` (``response.incomplete`` for ``length`` /
   ``content_filter``) carrying the output so far, the outcome under ``loopguard``;
   ``on_cut="error"`` gives LiteLLM's ``response.failed``.  LiteLLM 1.108's Responses iterator
-  cannot close its upstream, so a cut also closes the iterator's HTTP ``response``.
+  cannot close its upstream, so a cut also closes the iterator's HTTP ``response``.  Through
+  LiteLLM's chat bridge (``use_chat_completions_api``; for ``/v1/messages``
+  ``LITELLM_USE_CHAT_COMPLETIONS_URL_FOR_ANTHROPIC_MESSAGES``) the hook sees the same shapes and
+  cuts alike, but LiteLLM 1.108's bridge iterators have no ``aclose``: the upstream is drained by
+  LiteLLM, not closed.
 
 Other chunk shapes pass through untouched.
 
