@@ -64,6 +64,10 @@ CLEAN = [
 LOOP_CHUNKS = 400
 
 
+def _texts(kind: str) -> list[str]:
+    return [LOOP_PIECES[i % 2] for i in range(LOOP_CHUNKS)] if kind == "loop" else CLEAN
+
+
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
@@ -76,10 +80,37 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 
 def _stream_chunks(kind: str) -> list[dict[str, Any]]:
     """The upstream's chunks: a role chunk, the text deltas, the finish chunk."""
-    texts = [LOOP_PIECES[i % 2] for i in range(LOOP_CHUNKS)] if kind == "loop" else CLEAN
+    texts = _texts(kind)
     return (
         [_chunk({"role": "assistant", "content": ""})] + [_chunk({"content": t}) for t in texts] + [_chunk({}, "stop")]
     )
+
+
+def _response_events(kind: str) -> list[dict[str, Any]]:
+    """The upstream's OpenAI Responses stream: one message item, one ``output_text`` part, the
+    text deltas, the ``…done`` events, ``response.completed``."""
+    texts, mid = _texts(kind), "msg_fake"
+    base = {"id": "resp_fake", "object": "response", "created_at": 1_700_000_000, "model": "fake", "output": [],
+            "status": "in_progress"}  # fmt: skip
+    at = {"item_id": mid, "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": base},
+        {"type": "response.in_progress", "response": base},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": mid, "type": "message", "role": "assistant", "status": "in_progress", "content": []}},
+        {"type": "response.content_part.added", **at, "part": {"type": "output_text", "text": "", "annotations": []}},
+    ]  # fmt: skip
+    events += [{"type": "response.output_text.delta", **at, "delta": t} for t in texts]
+    part = {"type": "output_text", "text": "".join(texts), "annotations": []}
+    item = {"id": mid, "type": "message", "role": "assistant", "status": "completed", "content": [part]}
+    usage = {"input_tokens": 5, "output_tokens": len(texts), "total_tokens": 5 + len(texts)}
+    events += [
+        {"type": "response.output_text.done", **at, "text": part["text"]},
+        {"type": "response.content_part.done", **at, "part": part},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {**base, "status": "completed", "output": [item], "usage": usage}},
+    ]
+    return [{**e, "sequence_number": i} for i, e in enumerate(events)]
 
 
 # ------------------------------------------------------------------ the fake upstream
@@ -103,10 +134,15 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.bodies.append(body)
+            if self.path.endswith("/responses"):  # LiteLLM's route for openai/ models on /v1/messages and /v1/responses
+                kind = "loop" if "loop" in json.dumps(body.get("input")) else "clean"
+                frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in _response_events(kind)]
+                self._stream("responses:" + kind, frames)
+                return
             last = next((m for m in reversed(body["messages"]) if m["role"] == "user"), {"content": ""})
             kind = "loop" if "loop" in str(last["content"]) else "clean"
             if body.get("stream"):
-                self._stream(kind)
+                self._stream(kind, [f"data: {json.dumps(c)}\n\n" for c in _stream_chunks(kind)] + ["data: [DONE]\n\n"])
             else:
                 self._json({"id": "c", "object": "chat.completion", "created": 1, "model": "fake",
                             "choices": [{"index": 0, "finish_reason": "stop",
@@ -121,20 +157,18 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, kind: str) -> None:
+        def _stream(self, kind: str, frames: list[str]) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
             state.sent[kind], state.broken[kind] = 0, False
             try:
-                for chunk in _stream_chunks(kind):
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                for frame in frames:
+                    self.wfile.write(frame.encode())
                     self.wfile.flush()
                     state.sent[kind] += 1
                     time.sleep(0.01)
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 state.broken[kind] = True
             self.close_connection = True
@@ -206,16 +240,29 @@ class Proxy:
 
 
 def start_proxy(
-    tmp: Path, upstream_url: str, *, faults: bool = True, options: dict[str, str] | None = None
+    tmp: Path,
+    upstream_url: str,
+    *,
+    faults: bool = True,
+    options: dict[str, str] | None = None,
+    guard: bool = True,
+    chat_bridge: bool = False,
 ) -> tuple[Any, Proxy]:
-    """``litellm --config`` in ``tmp`` (the README's shim and config, pointed at ``upstream_url``);
-    returns the process and where it listens, once it answers ``/health/liveliness``."""
+    """``litellm --config`` in ``tmp`` (the README's shim and config, pointed at ``upstream_url``;
+    ``guard=False``: without the ``guardrails`` block; ``chat_bridge=True``: ``/v1/messages`` and
+    ``/v1/responses`` reach the upstream's ``/chat/completions``, LiteLLM translating); returns the process and where it listens,
+    once it answers ``/health/liveliness``."""
     section = readme_section()
     shim = re.search(r"`(from loopguard\.integrations\.litellm import LoopGuardrail[^`]*)`", section)
     config = re.search(r"```yaml\n(.*?)```", section, flags=re.S)
     assert shim is not None and config is not None
     (tmp / "loopguard_litellm.py").write_text(shim.group(1) + "\n")
     text = config.group(1).replace("http://localhost:8000/v1", upstream_url)
+    if not guard:
+        text = text.split("guardrails:", 1)[0]
+    if chat_bridge:
+        text = text.replace("api_key: sk-upstream}", "api_key: sk-upstream, use_chat_completions_api: true}")
+        assert "use_chat_completions_api" in text
     for key, value in (options or {}).items():  # the README's keys, set to other values
         text, n = re.subn(rf"(\n\s+{key}:) \w+", rf"\1 {value}", text)
         assert n == 1, key
@@ -232,6 +279,8 @@ def start_proxy(
         LOOPGUARD_TEST_FAULT_FLAG=str(tmp / "fault"),
     )
     env.pop("LOOPGUARD_REQUIRE_HOSTS", None)
+    if chat_bridge:
+        env["LITELLM_USE_CHAT_COMPLETIONS_URL_FOR_ANTHROPIC_MESSAGES"] = "1"
     litellm_cli = Path(sys.executable).parent / "litellm"
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -275,6 +324,35 @@ def running_proxy(tmp: Path, upstream_url: str, **kwargs: Any) -> Iterator[Proxy
 @pytest.fixture(scope="module")
 def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     with running_proxy(tmp_path_factory.mktemp("litellm"), upstream.url) as where:
+        yield where
+
+
+@pytest.fixture(scope="module")
+def bridge_proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    """The guarded proxy with LiteLLM's chat bridge: ``/v1/messages`` and ``/v1/responses`` go to
+    the upstream's ``/chat/completions``."""
+    with running_proxy(tmp_path_factory.mktemp("litellm-bridge"), upstream.url, chat_bridge=True) as where:
+        yield where
+
+
+@pytest.fixture(params=["responses", "chat"])
+def routed(request: pytest.FixtureRequest) -> tuple[Proxy, str, int | None]:
+    """A guarded proxy and what its ``/v1/messages`` / ``/v1/responses`` reach upstream: the
+    Responses API (LiteLLM 1.108's default for ``openai/`` models) or, through LiteLLM's chat
+    bridge, ``/chat/completions``; with the upstream stream's key and length.  The length is
+    ``None`` on the bridge: there LiteLLM 1.108 cannot close the upstream (its bridge iterators,
+    ``LiteLLMCompletionStreamingIterator`` and the Anthropic adapter's ``AnthropicStreamWrapper``,
+    have no ``aclose``, and the router's fallback wrapper closes a source only when it has one),
+    so the cut ends the client's stream while LiteLLM drains the upstream."""
+    if request.param == "responses":
+        return request.getfixturevalue("proxy"), "responses:loop", len(_response_events("loop"))
+    return request.getfixturevalue("bridge_proxy"), "loop", None
+
+
+@pytest.fixture(scope="module")
+def bare_proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    """The same proxy without the guardrail: what a clean stream must look like."""
+    with running_proxy(tmp_path_factory.mktemp("litellm-bare"), upstream.url, faults=False, guard=False) as where:
         yield where
 
 
@@ -332,6 +410,157 @@ def test_a_clean_stream_passes_unchanged(proxy: Proxy) -> None:
     assert _contents(chunks) == CLEAN == expected
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["stop"]
     assert all("loopguard" not in (c.model_extra or {}) for c in chunks)
+
+
+# ------------------------------------------------- /v1/messages and /v1/responses
+
+
+def _messages_stream(proxy: Proxy, prompt: str) -> list[tuple[str | None, Any]]:
+    """``POST /v1/messages`` (stream) with plain httpx: the SSE frames as ``(event, data)``."""
+    import httpx
+
+    body = {"model": "fake", "max_tokens": 1000, "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    headers = {"x-api-key": proxy.key, "anthropic-version": "2023-06-01"}
+    with httpx.stream("POST", proxy.url + "/v1/messages", json=body, headers=headers, timeout=60) as reply:
+        assert reply.status_code == 200, reply.read()
+        raw = "".join(reply.iter_text())
+    frames = []
+    for block in re.split(r"\r\n\r\n|\n\n", raw):
+        lines = block.splitlines()
+        event = next((x[6:].strip() for x in lines if x.startswith("event:")), None)
+        data = "\n".join(x[5:].strip() for x in lines if x.startswith("data:"))
+        if data:
+            frames.append((event, json.loads(data)))
+    return frames
+
+
+def _anthropic_texts(frames: list[tuple[str | None, Any]]) -> list[str]:
+    return [d["delta"]["text"] for _, d in frames if d.get("type") == "content_block_delta"]
+
+
+def _anthropic_events(texts: list[str]) -> list[dict[str, Any]]:
+    """The Anthropic events LiteLLM makes of the upstream's text, for the bare guard."""
+    start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    deltas = [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}} for t in texts]
+    return [{"type": "message_start", "message": {}}, start, *deltas, {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]  # fmt: skip
+
+
+def _bare(kind: str, route: str) -> tuple[list[str], Any]:
+    """loopguard alone over the same text, in the route's event shape: the text it passes and its outcome."""
+    from loopguard.integrations import anthropic, responses
+
+    if route == "messages":
+        stream = anthropic.guard_stream(iter(_anthropic_events(_texts(kind))))
+        passed = [e["delta"]["text"] for e in stream if e["type"] == "content_block_delta"]
+    else:
+        stream = responses.guard_response_stream(iter(_response_events(kind)))
+        passed = [e["delta"] for e in stream if e["type"] == "response.output_text.delta"]
+    return passed, stream.outcome
+
+
+def _upstream_closed(upstream: Upstream, kind: str, total: int) -> None:
+    deadline = time.monotonic() + 10
+    while not upstream.broken.get(kind) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert upstream.broken[kind] is True
+    assert upstream.sent[kind] < total
+
+
+def test_messages_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(
+    routed: tuple[Proxy, str, int | None], upstream: Upstream
+) -> None:
+    proxy, key, total = routed
+    frames = _messages_stream(proxy, "loop please")
+    expected, outcome = _bare("loop", "messages")
+    assert outcome.stopped and outcome.channel == "text" and len(expected) < LOOP_CHUNKS
+    types = [d["type"] for _, d in frames]
+    assert all(event == d["type"] for event, d in frames)  # every frame has its event: line
+    # the text deltas passed, then the ending: the marker line, the block closed, message_delta, message_stop
+    *texts, marker = _anthropic_texts(frames)
+    assert texts == expected
+    assert marker == "\n" + outcome.marker
+    assert types[:2] == ["message_start", "content_block_start"]
+    assert types[-4:] == ["content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+    assert types.count("message_delta") == types.count("message_stop") == types.count("content_block_stop") == 1
+    delta = frames[-2][1]
+    assert delta["delta"]["stop_reason"] == "end_turn"
+    info = delta["loopguard"]
+    assert info["stopped"] is True and info["kind"] == outcome.detection.kind and info["channel"] == "text"
+    assert info["kept_text"] == outcome.kept_text and info["removed"] == outcome.removed
+    if total is not None:
+        _upstream_closed(upstream, key, total)
+
+
+def _without_ids(frames: list[tuple[str | None, Any]]) -> list[tuple[str | None, Any]]:
+    """The frames with the message id (a fresh uuid per request) blanked."""
+    out = []
+    for event, data in frames:
+        if data.get("type") == "message_start":
+            data = {**data, "message": {**data["message"], "id": "msg"}}
+        out.append((event, data))
+    return out
+
+
+def test_messages_a_clean_stream_passes_unchanged(proxy: Proxy, bare_proxy: Proxy) -> None:
+    """Every frame (its ``event:`` line and its ``data:`` JSON) is the one the proxy without the
+    guardrail sends, the message id (a fresh uuid per request) aside."""
+    frames = _messages_stream(proxy, "clean please")
+    expected, outcome = _bare("clean", "messages")
+    assert not outcome.stopped
+    assert _anthropic_texts(frames) == CLEAN == expected
+    assert _without_ids(frames) == _without_ids(_messages_stream(bare_proxy, "clean please"))
+    assert "loopguard" not in json.dumps([d for _, d in frames])
+
+
+def _responses_stream(proxy: Proxy, prompt: str) -> list[Any]:
+    return list(_client(proxy).responses.create(model="fake", input=prompt, stream=True))
+
+
+def test_responses_a_looping_stream_is_cut_where_the_bare_guard_cuts_it(
+    routed: tuple[Proxy, str, int | None], upstream: Upstream
+) -> None:
+    proxy, key, total = routed
+    events = _responses_stream(proxy, "loop please")
+    expected, outcome = _bare("loop", "responses")
+    assert outcome.stopped and outcome.channel == "text" and len(expected) < LOOP_CHUNKS
+    *texts, marker = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert texts == expected
+    assert marker == "\n" + outcome.marker
+    types = [e.type for e in events]
+    assert types[-5:] == ["response.output_text.delta", "response.output_text.done", "response.content_part.done",
+                          "response.output_item.done", "response.completed"]  # fmt: skip
+    numbers = [e.sequence_number for e in events]
+    assert numbers == sorted(set(numbers))
+    text = "".join(expected) + "\n" + outcome.marker
+    assert events[-4].text == text and events[-3].part.text == text
+    done = events[-1]
+    assert done.response.status == "completed" and done.response.output_text == text
+    assert done.response.id == events[0].response.id
+    info = done.model_extra["loopguard"]
+    assert info["stopped"] is True and info["kind"] == outcome.detection.kind
+    assert info["kept_text"] == outcome.kept_text and info["removed"] == outcome.removed
+    if total is not None:
+        _upstream_closed(upstream, key, total)
+
+
+def test_responses_a_clean_stream_passes_unchanged(proxy: Proxy, bare_proxy: Proxy) -> None:
+    """Every event (``model_dump()``) is the one the proxy without the guardrail sends, the
+    response id (LiteLLM encodes a fresh one per request) aside."""
+
+    def dumps(events: list[Any]) -> list[Any]:
+        out = json.loads(json.dumps([e.model_dump() for e in events], default=str))
+        for e in out:
+            if isinstance(e.get("response"), dict):
+                e["response"]["id"] = "resp"
+        return out
+
+    events = _responses_stream(proxy, "clean please")
+    expected, outcome = _bare("clean", "responses")
+    assert not outcome.stopped
+    assert [e.delta for e in events if e.type == "response.output_text.delta"] == CLEAN == expected
+    assert dumps(events) == dumps(_responses_stream(bare_proxy, "clean please"))
+    assert "loopguard" not in json.dumps(dumps(events))
 
 
 def _history(rounds: int, args: dict[str, Any]) -> list[dict[str, Any]]:
@@ -397,7 +626,9 @@ def test_the_config_keys_reach_the_guardrail_error_and_reject(upstream: Upstream
     """``on_cut: error`` and ``on_deny: reject`` in ``config.yaml``: the looping stream ends with
     LiteLLM's in-band error frame (the ``openai`` client raises ``APIError`` with the guard's
     reason after the chunks the bare guard passes); a history whose latest call the bare guard
-    denies is refused with HTTP 400, the upstream never asked."""
+    denies is refused with HTTP 400, the upstream never asked.  On ``/v1/messages`` the error is
+    LiteLLM's Anthropic ``event: error`` frame, on ``/v1/responses`` its ``response.failed``
+    event, each with the guard's reason, after the text the bare guard passes."""
     expected, outcome = _bare_stream("loop")
     options = {"on_deny": "reject", "on_cut": "error"}
     with running_proxy(tmp_path, upstream.url, faults=False, options=options) as where, _client(where) as client:
@@ -416,6 +647,20 @@ def test_the_config_keys_reach_the_guardrail_error_and_reject(upstream: Upstream
         assert refused.value.status_code == 400
         assert refused.value.message.startswith("Error code: 400 - [loopguard] Duplicate tool call blocked: `grep`")
         assert "loopguard_repeat" in json.dumps(refused.value.body), refused.value.body
+        # /v1/messages: the text the bare guard passes, then LiteLLM's Anthropic error frame
+        frames = _messages_stream(where, "loop please")
+        expected, outcome = _bare("loop", "messages")
+        assert _anthropic_texts(frames) == expected
+        assert frames[-1][0] == "error" and frames[-1][1]["type"] == "error"
+        assert frames[-1][1]["error"]["message"] == outcome.verdict.reason
+        assert [d["type"] for _, d in frames[:-1]][-1] == "content_block_delta"  # nothing added before the error
+        # /v1/responses: the text the bare guard passes, then LiteLLM's response.failed event
+        events = _responses_stream(where, "loop please")
+        expected, outcome = _bare("loop", "responses")
+        assert [e.delta for e in events if e.type == "response.output_text.delta"] == expected
+        assert events[-1].type == "response.failed" and events[-1].response.status == "failed"
+        assert events[-1].response.error.message == outcome.verdict.reason
+        assert events[-2].type == "response.output_text.delta"
 
 
 # ------------------------------------------------------------------- in process
@@ -577,3 +822,48 @@ def test_the_litellm_fast_path_reads_as_the_chat_reader_does() -> None:
             actions = [reader(ModelResponseStream(**json.loads(json.dumps(d))), guard) for d in dicts]
             results.append((actions, guard.finish().to_dict()))
         assert results[0] == results[1], trial
+
+
+def _sse_bytes(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def test_messages_sse_frames_split_across_chunks_are_read_whole_and_passed_byte_for_byte() -> None:
+    """Raw SSE chunks cut anywhere (inside a frame, several frames in one): the bytes passed
+    are the upstream's own, up to the end of the frame the bare guard stops after (or before),
+    then the ending frames; a clean stream passes byte for byte."""
+    from loopguard.integrations import anthropic
+
+    for kind in ("loop", "clean"):
+        events = _anthropic_events(_texts(kind))
+        raw = _sse_bytes(events)
+        for size in (7, 64, 1000):
+            chunks = [raw[i : i + size] for i in range(0, len(raw), size)]
+            upstream = _Upstream(chunks)
+            out = asyncio.run(_drain(lg.LoopGuardrail(), upstream))
+            joined = b"".join(out)
+            bare = anthropic.guard_stream(iter(events))
+            passed = list(bare)
+            if kind == "clean":
+                assert joined == raw and not bare.outcome.stopped
+                continue
+            assert upstream.closed
+            prefix = _sse_bytes(passed)
+            assert joined.startswith(prefix)
+            ending = [json.loads(f.split(b"data: ", 1)[1]) for f in joined[len(prefix) :].split(b"\n\n") if f]
+            assert [e["type"] for e in ending] == ["content_block_delta", "content_block_stop", "message_delta",
+                                                   "message_stop"]  # fmt: skip
+            assert ending[0]["delta"]["text"] == "\n" + bare.outcome.marker
+            assert ending[2]["loopguard"]["kept_text"] == bare.outcome.kept_text
+
+
+def test_messages_a_guard_fault_lets_the_rest_pass(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    def broken(event: Any, guard: Any) -> Any:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(lg, "apply_anthropic_event", broken)
+    raw = _sse_bytes(_anthropic_events(_texts("loop")))
+    with caplog.at_level(logging.ERROR, logger="loopguard.integrations"):
+        out = asyncio.run(_drain(lg.LoopGuardrail(), _Upstream([raw[i : i + 50] for i in range(0, len(raw), 50)])))
+    assert b"".join(out) == raw
+    assert caplog.text.count("could not read a stream chunk (RuntimeError)") == 1

@@ -18,8 +18,29 @@ One guardrail in the proxy's ``config.yaml`` guards both sides of every request:
   :class:`~loopguard.StreamGuard`; on a cut the upstream is closed and the stream ends with one
   final chunk (``on_cut="finish"``: ``finish_reason`` -- ``"stop"`` by default, ``"tool_calls"``
   when calls completed --, the marker line as content, and the outcome under a ``loopguard``
-  key) or with LiteLLM's in-band error frame (``on_cut="error"``).  Other chunk shapes (raw SSE
-  bytes of ``/v1/messages``) pass through untouched.
+  key) or with LiteLLM's in-band error frame (``on_cut="error"``).
+* ``/v1/messages`` streams reach the hook as raw SSE (``bytes``; LiteLLM 1.108 translates the
+  upstream's events to Anthropic frames before the hook): the frames are read whole -- the
+  chunks are re-cut at frame boundaries, so a frame may span chunks and a cut never falls inside
+  one; the bytes passed are the upstream's own -- with
+  :func:`~loopguard.integrations.anthropic.apply_anthropic_event`.  A cut ends the stream with
+  the marker line (a ``text_delta`` in the open text block), ``content_block_stop`` for every
+  open block, ``message_delta`` (``stop_reason``: ``"tool_use"`` when calls completed, else
+  ``end_turn`` / ``max_tokens`` / ``refusal`` for ``finish_reason``; the outcome under
+  ``loopguard``) and ``message_stop``; with ``on_cut="error"`` LiteLLM writes its Anthropic
+  ``event: error`` frame.
+* ``/v1/responses`` streams reach it as LiteLLM's Responses event objects: a cut ends with the
+  marker line (``response.output_text.delta``), the ``…done`` events of the open text part and
+  output item, then ``response.completed`` (``response.incomplete`` for ``length`` /
+  ``content_filter``) carrying the output so far, the outcome under ``loopguard``;
+  ``on_cut="error"`` gives LiteLLM's ``response.failed``.  LiteLLM 1.108's Responses iterator
+  cannot close its upstream, so a cut also closes the iterator's HTTP ``response``.  Through
+  LiteLLM's chat bridge (``use_chat_completions_api``; for ``/v1/messages``
+  ``LITELLM_USE_CHAT_COMPLETIONS_URL_FOR_ANTHROPIC_MESSAGES``) the hook sees the same shapes and
+  cuts alike, but LiteLLM 1.108's bridge iterators have no ``aclose``: the upstream is drained by
+  LiteLLM, not closed.
+
+Other chunk shapes pass through untouched.
 
 A failure of loopguard itself (a bug, an unreadable request) never breaks the client's request
 or stream: it is logged on ``loopguard.integrations`` and the request or chunks pass unchanged.
@@ -45,7 +66,9 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import logging
+import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +76,8 @@ from typing import Any
 from ..guard import Decision, Intervention, ToolGuard, ToolGuardConfig
 from ..session import Session
 from ..stream import Action, StreamConfig, StreamGuard, StreamOutcome
-from ._base import AsyncGuardedStream, field
+from ._base import AsyncGuardedStream, _close_async, field
+from .anthropic import apply_anthropic_event
 from .openai import apply_chat_chunk
 from .responses import apply_response_event
 
@@ -62,6 +86,9 @@ try:  # the host package, imported through importlib: mypy never walks LiteLLM's
     _HTTPException: Any = importlib.import_module("fastapi").HTTPException
     _types: Any = importlib.import_module("litellm.types.utils")
     _CHUNK, _CHOICE, _DELTA = _types.ModelResponseStream, _types.StreamingChoices, _types.Delta
+    # the events loopguard adds to a Responses stream: LiteLLM's own event base (extra fields
+    # allowed), which the proxy serializes as JSON and whose response id it encrypts as the upstream's
+    _EVENT: Any = importlib.import_module("litellm.types.llms.openai").BaseLiteLLMOpenAIResponseObject
 except ImportError as _exc:  # pragma: no cover - tested in a subprocess without the package
     raise ImportError(
         f'loopguard.integrations.litellm needs LiteLLM\'s proxy: pip install "loopguard[litellm]" ({_exc})'
@@ -396,6 +423,317 @@ def _router() -> Any:
     return apply
 
 
+def _failopen(reader: Any) -> Any:
+    """``reader`` until its first error, which is logged (its type only); then the rest of the
+    stream passes unread."""
+    chosen = [reader]
+
+    def apply(chunk: Any, guard: StreamGuard) -> Action:
+        try:
+            return chosen[0](chunk, guard)  # type: ignore[no-any-return]
+        except Exception as exc:
+            chosen[0] = _passthrough
+            logger.error("loopguard could not read a stream chunk (%s); the rest passes unguarded", type(exc).__name__)
+            return Action.CONTINUE
+
+    return apply
+
+
+# ------------------------------------------------------------- raw SSE (/v1/messages)
+
+_DELIMITERS = ("\r\n\r\n", "\n\n", "\r\r")
+_LINES = re.compile(r"\r\n|\r|\n")
+
+
+def _frame_end(buffer: Any) -> int:
+    """The end of ``buffer``'s first complete SSE frame (past its blank line), or -1."""
+    best, end = -1, -1
+    for delimiter in _DELIMITERS:
+        d = delimiter.encode() if isinstance(buffer, bytes) else delimiter
+        at = buffer.find(d)
+        if at != -1 and (best == -1 or at < best):
+            best, end = at, at + len(d)
+    return end
+
+
+class _Upstream:
+    """The upstream after its ``first`` chunk was read: ``first``, then the rest.  With
+    ``frames`` (a raw SSE stream: ``bytes`` or ``str`` chunks) the chunks are re-cut at frame
+    boundaries, so that a cut never falls inside a frame: the bytes (or text) passed are the
+    upstream's own, in order; only where one chunk ends and the next begins can change (the
+    proxy itself writes raw SSE frame by frame).  Closing it closes the upstream."""
+
+    def __init__(self, first: Any, iterator: Any, upstream: Any, frames: bool) -> None:
+        self._pending: list[Any] = [first]
+        self._iterator, self._upstream, self._frames = iterator, upstream, frames
+        self._buffer: Any = None
+        self._ended = False
+
+    def __aiter__(self) -> _Upstream:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            if self._pending:
+                chunk = self._pending.pop(0)
+            elif self._ended:
+                raise StopAsyncIteration
+            else:
+                try:
+                    chunk = await self._iterator.__anext__()
+                except StopAsyncIteration:
+                    self._ended = True
+                    rest, self._buffer = self._buffer, None
+                    if rest:  # an unterminated last frame: passed as it came
+                        return rest
+                    raise
+            if not self._frames:
+                return chunk
+            if isinstance(chunk, bytearray):
+                chunk = bytes(chunk)
+            if not isinstance(chunk, (bytes, str)) or (self._buffer and type(chunk) is not type(self._buffer)):
+                rest, self._buffer = self._buffer, None
+                if rest:
+                    self._pending.insert(0, chunk)
+                    return rest
+                return chunk
+            buffer = self._buffer + chunk if self._buffer else chunk
+            end = _frame_end(buffer)
+            if end == -1:
+                self._buffer = buffer
+                continue
+            self._buffer = buffer[end:] or None
+            if self._buffer:
+                self._pending.insert(0, self._buffer[:0])  # look for the next frame before reading on
+            return buffer[:end]
+
+    async def aclose(self) -> None:
+        streams = [self._upstream] if self._iterator is self._upstream else [self._upstream, self._iterator]
+        for stream in streams:
+            await _close_async(stream)
+            # LiteLLM 1.108's Responses iterator (under its router's fallback wrapper) has no close of
+            # its own, so closing the wrapper leaves the upstream's HTTP response open: close that too
+            http = getattr(stream, "response", None)
+            if callable(getattr(http, "aclose", None)) and callable(getattr(http, "aiter_bytes", None)):
+                await _close_async(http)
+
+
+def _sse_data(frame: Any) -> Any:
+    """The JSON value of one SSE frame's ``data:`` lines, or ``None`` (no data, not JSON)."""
+    text = frame.decode("utf-8", "replace") if isinstance(frame, bytes) else frame
+    data = [line[5:].removeprefix(" ") for line in _LINES.split(text) if line.startswith("data:")]
+    if not data:
+        return None
+    try:
+        return json.loads("\n".join(data))
+    except ValueError:
+        return None
+
+
+def _sse_frame(kind: str, event: dict[str, Any], like: Any) -> Any:
+    """One Anthropic SSE frame (``event:`` and ``data:`` lines), as bytes when ``like`` is."""
+    frame = f"event: {kind}\ndata: {json.dumps(event)}\n\n"
+    return frame.encode() if isinstance(like, bytes) else frame
+
+
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal"}
+
+
+class _AnthropicSSE:
+    """Reads a ``/v1/messages`` stream's raw SSE frames with
+    :func:`~loopguard.integrations.anthropic.apply_anthropic_event` and remembers, of the frames
+    passed on, which content blocks are open, to end a cut stream well-formed."""
+
+    def __init__(self) -> None:
+        self._frame: Any = None
+        self._event: Any = None
+        self.open: dict[int, str] = {}  # index -> block type
+        self.last_index = -1
+        self.delta_sent = False
+        self.like: Any = b""
+        self.broken = False
+
+    def apply(self, frame: Any, guard: StreamGuard) -> Action:
+        event = _sse_data(frame)
+        self._frame, self._event = frame, event
+        if not isinstance(event, dict):
+            return Action.CONTINUE
+        return apply_anthropic_event(event, guard)
+
+    def passed(self, frame: Any) -> None:
+        """``frame`` went to the client."""
+        if isinstance(frame, (bytes, str)):
+            self.like = frame
+        event = self._event if frame is self._frame else _sse_data(frame) if isinstance(frame, (bytes, str)) else None
+        if not isinstance(event, dict):
+            return
+        kind, index = event.get("type"), event.get("index")
+        if kind == "content_block_start" and isinstance(index, int):
+            block = event.get("content_block")
+            self.open[index] = str(block.get("type")) if isinstance(block, dict) else ""
+            self.last_index = max(self.last_index, index)
+        elif kind == "content_block_stop" and isinstance(index, int):
+            self.open.pop(index, None)
+        elif kind == "message_delta":
+            self.delta_sent = True
+
+    def ending(self, outcome: StreamOutcome, finish_reason: str) -> list[Any]:
+        """The frames that end the cut stream: the marker line in the open text block (the
+        answer text was cut; a new text block when none is open), ``content_block_stop`` for
+        every open block, ``message_delta`` (``stop_reason`` ``"tool_use"`` when calls
+        completed, else ``finish_reason``'s counterpart -- ``end_turn`` for ``stop`` --, the
+        outcome under ``loopguard``), ``message_stop``."""
+        info, like, out = _outcome_info(outcome), self.like, []
+        if outcome.channel == "text" and outcome.marker:
+            text = [i for i, kind in self.open.items() if kind == "text"]
+            index = text[-1] if text else self.last_index + 1
+            if not text:
+                block = {"type": "text", "text": ""}
+                out.append(_sse_frame("content_block_start", {"type": "content_block_start", "index": index,
+                                                              "content_block": block}, like))  # fmt: skip
+                self.open[index] = "text"
+            delta = {"type": "text_delta", "text": "\n" + outcome.marker}
+            out.append(_sse_frame("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                          "delta": delta}, like))  # fmt: skip
+        for index in sorted(self.open):
+            out.append(_sse_frame("content_block_stop", {"type": "content_block_stop", "index": index}, like))
+        stop: dict[str, Any] = {"type": "message_stop"}
+        if self.delta_sent:
+            stop["loopguard"] = info
+        else:
+            reason = "tool_use" if outcome.tool_calls else _ANTHROPIC_STOP[finish_reason]
+            message: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
+                                       "usage": {"output_tokens": 0}, "loopguard": info}  # fmt: skip
+            out.append(_sse_frame("message_delta", message, like))
+        out.append(_sse_frame("message_stop", stop, like))
+        return out
+
+
+# ------------------------------------------------------------- Responses (/v1/responses)
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """A Responses object (an SDK/LiteLLM model or a dict) as a JSON-ready dict."""
+    if isinstance(obj, Mapping):
+        return json.loads(json.dumps(obj, default=str))  # type: ignore[no-any-return]
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return json.loads(json.dumps(dump(mode="json", exclude_none=True), default=str))  # type: ignore[no-any-return]
+    return {}
+
+
+def _kind(event: Any) -> str:
+    kind = field(event, "type")
+    kind = getattr(kind, "value", kind)  # LiteLLM's events carry a str enum
+    return kind if isinstance(kind, str) else ""
+
+
+class _ResponsesEnding:
+    """Remembers, of the Responses events passed on, the response, the output items and their
+    text parts, to end a cut stream well-formed."""
+
+    def __init__(self) -> None:
+        self.response: dict[str, Any] = {}
+        self.items: dict[int, dict[str, Any]] = {}  # output_index -> item (as last seen)
+        self.open_items: set[int] = set()
+        self.parts: dict[tuple[int, int], dict[str, Any]] = {}  # (output_index, content_index) -> part
+        self.open_parts: set[tuple[int, int]] = set()
+        self.sequence = -1
+        self.broken = False
+
+    def passed(self, event: Any) -> None:
+        kind = _kind(event)
+        if not kind:
+            return
+        seq = field(event, "sequence_number")
+        if isinstance(seq, int):
+            self.sequence = max(self.sequence, seq)
+        oi, ci = field(event, "output_index"), field(event, "content_index")
+        if kind in ("response.created", "response.in_progress"):
+            self.response = _plain(field(event, "response"))
+        elif kind in ("response.output_item.added", "response.output_item.done") and isinstance(oi, int):
+            self.items[oi] = _plain(field(event, "item"))
+            (self.open_items.add if kind.endswith("added") else self.open_items.discard)(oi)
+        elif kind in ("response.content_part.added", "response.content_part.done") and isinstance(oi, int):
+            key = (oi, ci if isinstance(ci, int) else 0)
+            part = _plain(field(event, "part"))
+            if kind.endswith("added"):
+                self.open_parts.add(key)
+                self.parts[key] = part
+            else:
+                self.open_parts.discard(key)
+                self.parts[key] = part
+        elif kind == "response.output_text.delta" and isinstance(oi, int):
+            key = (oi, ci if isinstance(ci, int) else 0)
+            part = self.parts.setdefault(key, {"type": "output_text", "text": "", "annotations": []})
+            delta = field(event, "delta")
+            if isinstance(delta, str):
+                part["text"] = str(part.get("text") or "") + delta
+
+    def _event(self, kind: str, **fields: Any) -> Any:
+        self.sequence += 1
+        return _EVENT(type=kind, **fields, sequence_number=self.sequence)
+
+    def ending(self, outcome: StreamOutcome, finish_reason: str) -> list[Any]:
+        """The events that end the cut stream: the marker line as a last
+        ``response.output_text.delta`` of the open text part (the answer text was cut), the
+        ``…done`` events of every open part and item, then ``response.completed`` (``length`` /
+        ``content_filter``: ``response.incomplete``) with the response's output so far; the
+        outcome under ``loopguard`` on that last event."""
+        out: list[Any] = []
+        text_parts = sorted(k for k in self.open_parts if self.parts.get(k, {}).get("type") == "output_text")
+        if outcome.channel == "text" and outcome.marker and text_parts:
+            oi, ci = text_parts[-1]
+            delta = "\n" + outcome.marker
+            self.parts[(oi, ci)]["text"] = str(self.parts[(oi, ci)].get("text") or "") + delta
+            item_id = self.items.get(oi, {}).get("id")
+            out.append(self._event("response.output_text.delta", item_id=item_id, output_index=oi,
+                                   content_index=ci, delta=delta, logprobs=[]))  # fmt: skip
+        for oi, ci in sorted(self.open_parts):
+            part, item_id = self.parts.get((oi, ci), {}), self.items.get(oi, {}).get("id")
+            if part.get("type") == "output_text":
+                out.append(self._event("response.output_text.done", item_id=item_id, output_index=oi,
+                                       content_index=ci, text=part.get("text") or "", logprobs=[]))  # fmt: skip
+            out.append(self._event("response.content_part.done", item_id=item_id, output_index=oi,
+                                   content_index=ci, part=part))  # fmt: skip
+        for oi in sorted(self.open_items):
+            item = dict(self.items[oi])
+            if item.get("type") == "message":
+                item["content"] = [self.parts[k] for k in sorted(self.parts) if k[0] == oi]
+            item["status"] = "completed"
+            self.items[oi] = item
+            out.append(self._event("response.output_item.done", output_index=oi, item=item))
+        response = dict(self.response)
+        response["output"] = [self.items[oi] for oi in sorted(self.items)]
+        if finish_reason == "stop":
+            kind, response["status"] = "response.completed", "completed"
+        else:
+            kind, response["status"] = "response.incomplete", "incomplete"
+            response["incomplete_details"] = {
+                "reason": "max_output_tokens" if finish_reason == "length" else "content_filter"
+            }
+        info = _outcome_info(outcome)
+        response["loopguard"] = info
+        out.append(self._event(kind, response=response, loopguard=info))
+        return out
+
+
+def _failsafe(tracker: Any) -> Any:
+    """``tracker.passed`` until its first error (logged, its type only; ``tracker.broken`` is
+    set: a cut then ends the stream as is); then a no-op."""
+
+    def call(chunk: Any) -> None:
+        if tracker.broken:
+            return
+        try:
+            tracker.passed(chunk)
+        except Exception as exc:
+            tracker.broken = True
+            logger.error("loopguard could not follow the stream (%s); a cut ends it as is", type(exc).__name__)
+
+    return call
+
+
 def _tail_chunk(last: Any, outcome: StreamOutcome, finish_reason: str) -> Any:
     """The final Chat Completions chunk after a cut, shaped like the upstream's ``last`` chunk
     (``id``, ``created``, ``model``): one choice with the marker line as content (when the
@@ -530,19 +868,21 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
 
     # ---------------------------------------------------------------- streaming
 
-    def _guarded(self, response: Any, request_data: Any, user_api_key_dict: Any) -> AsyncGuardedStream[Any] | None:
+    def _guarded(
+        self, upstream: _Upstream, reader: Any, request_data: Any, user_api_key_dict: Any
+    ) -> AsyncGuardedStream[Any] | None:
         """The guarded upstream, or ``None`` (logged) when the guard cannot start."""
         try:
             sid = session_key(request_data if isinstance(request_data, Mapping) else {}, user_api_key_dict)
             session = Session(sid, text_config=self.text_config, guard_config=self.guard_config)
-            return AsyncGuardedStream(response, _router(), config=self.stream_config, session=session)
+            return AsyncGuardedStream(upstream, reader, config=self.stream_config, session=session)
         except Exception as exc:
             logger.error("loopguard could not guard the stream (%s); it passes unguarded", type(exc).__name__)
             return None
 
-    def _ending(self, guarded: AsyncGuardedStream[Any], last: Any) -> Any:
-        """What ends a cut stream: the final chunk, a :class:`LoopGuardStreamStopped` to raise,
-        or ``None`` (not cut, or the ending could not be built: logged)."""
+    def _ending(self, guarded: AsyncGuardedStream[Any], last: Any, tracker: Any) -> Any:
+        """What ends a cut stream: the final chunks (a list), a :class:`LoopGuardStreamStopped`
+        to raise, or ``None`` (not cut, or the ending could not be built: logged)."""
         try:
             outcome = guarded.outcome
             if not outcome.stopped:
@@ -551,7 +891,10 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
             if self.on_cut == "error":
                 reason = outcome.verdict.reason if outcome.verdict is not None else "loop detected"
                 return LoopGuardStreamStopped(reason, outcome)
-            return _tail_chunk(last, outcome, self.finish_reason)
+            if tracker is not None:
+                return None if tracker.broken else tracker.ending(outcome, self.finish_reason)
+            tail = _tail_chunk(last, outcome, self.finish_reason)
+            return None if tail is None else [tail]
         except Exception as exc:
             logger.error("loopguard could not end the cut stream (%s); it ends as is", type(exc).__name__)
             return None
@@ -560,26 +903,51 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> AsyncGenerator[Any, None]:
         """Pass the upstream's chunks on until the guard cuts the stream, then close the
-        upstream and end the stream (``on_cut``).  Declared on this class itself: LiteLLM only
-        chains an iterator hook found in the concrete class's ``__dict__`` (a subclass must
-        declare it again, calling ``super()``)."""
-        guarded = self._guarded(response, request_data, user_api_key_dict)
+        upstream and end the stream (``on_cut``).  The first chunk picks the reader:
+        ``bytes``/``str`` (the raw SSE of ``/v1/messages``) -> Anthropic events, re-cut at frame
+        boundaries; ``response.*`` events (``/v1/responses``) -> Responses events; chunks with
+        ``choices`` -> Chat Completions.  Declared on this class itself: LiteLLM only chains an
+        iterator hook found in the concrete class's ``__dict__`` (a subclass must declare it
+        again, calling ``super()``)."""
+        iterator = response.__aiter__()
+        try:
+            first = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        tracker: Any = None
+        try:
+            frames = isinstance(first, (bytes, bytearray, str))
+            upstream = _Upstream(first, iterator, response, frames)
+            if frames:
+                tracker = _AnthropicSSE()
+                reader = _failopen(tracker.apply)
+            else:
+                if _kind(first).startswith("response."):
+                    tracker = _ResponsesEnding()
+                reader = _router()
+        except Exception as exc:  # pragma: no cover - plain constructors
+            logger.error("loopguard could not guard the stream (%s); it passes unguarded", type(exc).__name__)
+            upstream, reader = _Upstream(first, iterator, response, False), None
+        guarded = None if reader is None else self._guarded(upstream, reader, request_data, user_api_key_dict)
         if guarded is None:
-            async for chunk in response:
+            async for chunk in upstream:
                 yield chunk
             return
+        passed = None if tracker is None else _failsafe(tracker)
         last: Any = None
         try:
             async for chunk in guarded:
                 last = chunk
+                if passed is not None:
+                    passed(chunk)
                 yield chunk
         finally:
             try:
                 await guarded.close()  # idempotent: closes the upstream when the client went away
             except Exception as exc:
                 logger.error("loopguard could not close the stream (%s)", type(exc).__name__)
-        ending = self._ending(guarded, last)
+        ending = self._ending(guarded, last, tracker)
         if isinstance(ending, LoopGuardStreamStopped):
             raise ending
-        if ending is not None:
-            yield ending
+        for chunk in ending or ():
+            yield chunk
