@@ -22,7 +22,6 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-import traceback
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -43,7 +42,8 @@ from ..config import TextConfig
 from ..guard.core import ToolGuard
 from ..guard.decisions import Decision, Intervention
 from ..terminal import shown_name
-from ..text import Detection, scan_text
+from ..text import Detection
+from ._hosts import CHANNEL_NAMES, first_strong_loop, log_failed_open, text_loop_reason
 
 __all__ = ["LoopGuardMiddleware", "STOPPED_TEXT"]
 
@@ -53,7 +53,6 @@ logger = logging.getLogger("loopguard.integrations")
 STOPPED_TEXT = "[loopguard] The agent run was stopped:"
 _NOT_RUN = "[loopguard] Not run: the agent run was stopped by loopguard."
 _MAX_STOPS = 4096  # sessions with a cancel waiting for the next model call (oldest dropped)
-_CHANNEL_NAMES = {"reasoning": ("reasoning", "推理"), "text": ("answer", "正文")}
 
 AgentMiddleware: Any = _lc.AgentMiddleware
 AIMessage: Any = _lc_messages.AIMessage
@@ -296,14 +295,7 @@ class LoopGuardMiddleware(AgentMiddleware):  # type: ignore[misc]  # the host's 
         if not self.check_text:
             return None
         last = _last_ai(state)
-        if last is None:
-            return None
-        for channel, text in _channels(last):
-            if text:
-                for found in scan_text(text, channel, self.text_config):
-                    if found.strength == "strong":
-                        return channel, found
-        return None
+        return None if last is None else first_strong_loop(_channels(last), self.text_config)
 
 
 class _Call:
@@ -364,16 +356,11 @@ class _Call:
 
 
 def _failed_open(exc: BaseException, what: str) -> None:
-    """Log an error inside loopguard (the call goes on unguarded): its type and frames only, as
-    the message of an arbitrary error might quote the arguments."""
-    frames = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error("loopguard failed %s (%s); the call goes on unguarded\n%s", what, type(exc).__name__, frames)
+    log_failed_open(exc, what, "the call goes on unguarded")
 
 
 def _hook_failed(exc: BaseException) -> None:
-    """Log an error inside ``after_model`` (type and frames only); the run goes on."""
-    frames = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error("loopguard's after_model check failed (%s); the run goes on\n%s", type(exc).__name__, frames)
+    log_failed_open(exc, "in the after_model check", "the run goes on")
 
 
 def _error_text(exc: BaseException) -> str:
@@ -466,13 +453,13 @@ def _pruned(message: Any, channel: str, found: Detection) -> Any:
 
 def _loop_reason(channel: str, found: Detection, cut: bool, strike: Intervention | None) -> tuple[str, str]:
     """``(rule, text)`` of a text-loop stop (``strikes`` and its text too when the strike cancelled)."""
-    en, zh = _CHANNEL_NAMES[channel]
     if cut:
+        en, zh = CHANNEL_NAMES[channel]
         fields = {"kind": found.kind, "position": found.position, "cut": found.cut}
         reason = messages.render("text_loop", "en", channel=en, channel_zh=zh, **fields)
+        logger.info("loopguard: text loop (%s) in the model's %s at %d", found.kind, channel, found.position)
     else:
-        reason = f"{messages.SOURCE_TAG} The model's {en} started repeating itself ({found.kind} at {found.position})."
-    logger.info("loopguard: text loop (%s) in the model's %s at %d", found.kind, channel, found.position)
+        reason = text_loop_reason(channel, found)
     if strike is None:
         return "text_loop", reason
     return strike.rule, reason + "\n" + strike.text

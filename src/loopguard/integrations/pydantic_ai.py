@@ -33,7 +33,6 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -49,12 +48,12 @@ except ImportError as exc:  # pragma: no cover - exercised by the import test in
         f'loopguard.integrations.pydantic_ai needs pydantic-ai: pip install "loopguard[pydantic-ai]" ({exc})'
     ) from exc
 
-from .. import messages
 from ..config import TextConfig
 from ..guard.core import ToolGuard
 from ..guard.decisions import Decision, Intervention
 from ..terminal import shown_name
-from ..text import Detection, scan_text
+from ..text import Detection
+from ._hosts import first_strong_loop, log_failed_open, text_loop_reason
 
 __all__ = ["LoopGuardCapability", "LoopGuardStopped"]
 
@@ -66,7 +65,6 @@ TextPart: Any = _messages.TextPart
 ThinkingPart: Any = _messages.ThinkingPart
 SessionKey = Callable[[Any], Hashable]
 _MAX_PENDING = 4096  # notices waiting for their tool's result (a call whose result never comes is dropped)
-_CHANNEL_NAMES = {"reasoning": "reasoning", "text": "answer"}
 
 
 class LoopGuardStopped(RuntimeError):
@@ -255,13 +253,7 @@ class LoopGuardCapability(AbstractCapability):  # type: ignore[misc]  # the host
                 text.append(part.content)
             elif isinstance(part, ThinkingPart) and isinstance(part.content, str):
                 thinking.append(part.content)
-        for channel, chunks in (("text", text), ("reasoning", thinking)):
-            joined = "".join(chunks)
-            if joined:
-                for found in scan_text(joined, channel, self.text_config):
-                    if found.strength == "strong":
-                        return channel, found
-        return None
+        return first_strong_loop((("text", "".join(text)), ("reasoning", "".join(thinking))), self.text_config)
 
 
 def _arguments(call: Any, args: Any) -> Any:
@@ -273,15 +265,10 @@ def _arguments(call: Any, args: Any) -> Any:
 
 
 def _failed_open(exc: BaseException, what: str) -> None:
-    """Log an error inside loopguard (the agent goes on unguarded): its type and frames only, as
-    the message of an arbitrary error might quote the arguments."""
-    frames = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error("loopguard failed %s (%s); the agent goes on unguarded\n%s", what, type(exc).__name__, frames)
+    log_failed_open(exc, what, "the agent goes on unguarded")
 
 
 def _loop_reason(channel: str, found: Detection, strike: Intervention | None) -> str:
     """The reason of a text-loop stop (and the strike's text when the strike cancelled)."""
-    name = _CHANNEL_NAMES[channel]
-    reason = f"{messages.SOURCE_TAG} The model's {name} started repeating itself ({found.kind} at {found.position})."
-    logger.info("loopguard: text loop (%s) in the model's %s at %d", found.kind, channel, found.position)
+    reason = text_loop_reason(channel, found)
     return reason if strike is None else reason + "\n" + strike.text
