@@ -867,3 +867,89 @@ def test_messages_a_guard_fault_lets_the_rest_pass(monkeypatch: pytest.MonkeyPat
         out = asyncio.run(_drain(lg.LoopGuardrail(), _Upstream([raw[i : i + 50] for i in range(0, len(raw), 50)])))
     assert b"".join(out) == raw
     assert caplog.text.count("could not read a stream chunk (RuntimeError)") == 1
+
+
+# ------------------------------------------------ a fresh user's trial (issue 19): findings fixed
+
+
+def test_a_whole_loop_in_one_chunk_ends_with_the_kept_text_and_the_marker() -> None:
+    """An upstream that sends the looping answer in one chunk (LiteLLM's fake streaming of a
+    non-streaming provider): the chunk is withheld, and the final chunk carries the kept text the
+    client has not seen, then the marker, so the client's text is the outcome's ``kept_text``."""
+    from litellm.types.utils import ModelResponseStream
+
+    whole = "".join(_texts("loop"))
+    for head in ([], ["Intro. "]):  # the loop alone, and after a short first chunk
+        dicts = [_chunk({"content": t}) for t in [*head, whole]] + [_chunk({}, "stop")]
+        bare = guard_stream(iter(json.loads(json.dumps(dicts))))
+        assert len(list(bare)) == len(head)  # the looping chunk is withheld
+        out = asyncio.run(_drain(lg.LoopGuardrail(), _Upstream([ModelResponseStream(**d) for d in dicts])))
+        assert len(out) == len(head) + 1
+        final = out[-1]
+        assert final.choices[0].finish_reason == "stop"
+        text = "".join(c.choices[0].delta.content or "" for c in out)
+        assert text == bare.outcome.kept_text  # e.g. "Wait, let me recheck the sum of the cart. \n〔…〕"
+        assert text.startswith("".join(head) + LOOP_DELTA[:-2]) and text.endswith(bare.outcome.marker)
+        assert final.loopguard["kept_text"] == bare.outcome.kept_text
+
+
+def test_messages_a_whole_loop_in_one_delta_ends_with_the_kept_text() -> None:
+    """The same on ``/v1/messages``: one ``text_delta`` holding the whole loop is withheld and the
+    ending's delta carries the unseen kept text and the marker."""
+    from loopguard.integrations import anthropic
+
+    events = _anthropic_events(["".join(_texts("loop"))])
+    bare = anthropic.guard_stream(iter(events))
+    passed = list(bare)
+    out = asyncio.run(_drain(lg.LoopGuardrail(), _Upstream([_sse_bytes([e]) for e in events])))
+    frames = [json.loads(f.split(b"data: ", 1)[1]) for f in b"".join(out).split(b"\n\n") if f]
+    assert [f["type"] for f in frames] == [e["type"] for e in passed] + [
+        "content_block_delta", "content_block_stop", "message_delta", "message_stop"]  # fmt: skip
+    texts = [f["delta"]["text"] for f in frames if f["type"] == "content_block_delta"]
+    assert "".join(texts) == bare.outcome.kept_text and texts[0].startswith(LOOP_DELTA[:-2])
+
+
+def test_replay_never_rewrites_a_search_by_its_scope() -> None:
+    """A history's calls have run: a first ``grep`` without ``path`` keeps its result (the
+    ``unscoped_search`` rule decides before a call runs; the live guard would deny it), while the
+    same unscoped grep repeated with the same result is still denied as a duplicate."""
+    unscoped = {"pattern": "TODO"}
+    assert ToolGuard().before_call("s", "grep", unscoped).rule == "unscoped_search"  # live: denied
+    calls = lg.replay_tool_calls(_history(1, unscoped))
+    assert [(c.action, c.rule) for c in calls] == [("allow", "")]
+    data = asyncio.run(lg.LoopGuardrail().async_pre_call_hook(None, None, {"messages": _history(1, unscoped)}, "x"))
+    assert data is None  # the request goes on unchanged: the real result stays
+    calls = lg.replay_tool_calls(_history(3, unscoped))
+    assert [c.action for c in calls] == ["allow", "notice", "deny"] and calls[2].rule == "repeat"
+    # the user's own guard configuration is kept otherwise
+    calls = lg.replay_tool_calls(_history(3, unscoped), config={"repeat_limit": 3})
+    assert [c.action for c in calls] == ["allow", "allow", "notice"]  # the reminder before the 4th would be denied
+
+
+def test_reject_mode_refuses_only_the_round_the_request_answers() -> None:
+    """``on_deny: reject`` refuses a request whose trailing tool results hold a refused call;
+    once the model answered in text and the user wrote again, the refused call is an earlier
+    round: rewritten, and the request goes through."""
+    from fastapi import HTTPException
+
+    guardrail = lg.LoopGuardrail(on_deny="reject")
+    with pytest.raises(HTTPException):
+        asyncio.run(guardrail.async_pre_call_hook(None, None, {"messages": _history(3, GREP)}, "completion"))
+    later = [
+        *_history(3, GREP),
+        {"role": "assistant", "content": "I will read the file instead."},
+        {"role": "user", "content": "Go on."},
+    ]
+    calls = lg.replay_tool_calls(later)
+    assert [(c.action, c.latest) for c in calls] == [("allow", False), ("notice", False), ("deny", False)]
+    data = asyncio.run(guardrail.async_pre_call_hook(None, None, {"messages": later}, "completion"))
+    assert data["messages"][6]["content"] == _bare_results(3, GREP)[2]  # rewritten to the deny reason
+    assert data["messages"][-1] == {"role": "user", "content": "Go on."}
+
+
+def test_an_unknown_text_profile_is_refused_at_construction() -> None:
+    from loopguard.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="profile='nope'"):
+        lg.LoopGuardrail(text_config="nope")
+    assert lg.LoopGuardrail(text_config="fuse").text_config.profile == "fuse"

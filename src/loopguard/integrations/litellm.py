@@ -8,10 +8,12 @@ One guardrail in the proxy's ``config.yaml`` guards both sides of every request:
   its ``role: "tool"`` result comes (``before_call``, then ``after_call`` with the result), in
   order.  A call the guard denies or cancels has its tool result replaced by the guard's
   reason (``on_deny="rewrite"``, the default: the model reads why and takes another action),
-  or, when it is one of the latest calls, the request is refused with HTTP 400
-  (``on_deny="reject"``).  The history is the state, so every replica decides alike; earlier
-  denied calls are rewritten again on every request, so the model always sees one history.
-  Reminders (``notice``) are appended to a ``str`` result, as :func:`loopguard.wrap_tool` does.
+  or, when its result is one of the tool messages that end the request, the request is
+  refused with HTTP 400 (``on_deny="reject"``).  The history is the state, so every replica
+  decides alike; earlier denied calls are rewritten again on every request, so the model always
+  sees one history.  Reminders (``notice``) are appended to a ``str`` result, as
+  :func:`loopguard.wrap_tool` does.  The scope rules (``unscoped_search``, ``root_search``) are
+  off in the replay: they judge a call before it runs, and a history's calls have run.
 * **streaming** (``async_post_call_streaming_iterator_hook``): ``/chat/completions`` chunks go
   through :func:`loopguard.integrations.openai.apply_chat_chunk` (OpenAI Responses events through
   :func:`~loopguard.integrations.responses.apply_response_event`) under a
@@ -73,6 +75,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import TextConfig
 from ..guard import Decision, Intervention, ToolGuard, ToolGuardConfig
 from ..session import Session
 from ..stream import Action, StreamConfig, StreamGuard, StreamOutcome
@@ -135,7 +138,8 @@ class ReplayedCall:
     message_index : int
         Index in ``messages`` of the call's ``role: "tool"`` result.
     latest : bool
-        The call belongs to the last assistant message with tool calls (the pending round).
+        The call's result is one of the ``role: "tool"`` messages that end the request (the
+        round the request answers; nothing -- no assistant, user or system message -- follows).
     """
 
     call_index: int
@@ -175,12 +179,26 @@ def _pending_calls(message: Any) -> dict[str, tuple[str, Any]]:
     return out
 
 
-def _last_round(messages: Sequence[Any]) -> int:
-    """The index of the last assistant message with tool calls (-1 when none)."""
-    for i in range(len(messages) - 1, -1, -1):
-        if field(messages[i], "role") == "assistant" and field(messages[i], "tool_calls"):
-            return i
-    return -1
+def _trailing_results(messages: Sequence[Any]) -> int:
+    """The index where the ``role: "tool"`` messages that end ``messages`` start (``len`` when
+    the last message is not a tool result): the results this request sends for the first time."""
+    start = len(messages)
+    while start > 0 and field(messages[start - 1], "role") == "tool":
+        start -= 1
+    return start
+
+
+def _replay_config(config: ToolGuardConfig | Mapping[str, Any] | None) -> ToolGuardConfig:
+    """The guard's configuration for a replay: the scope rules (``unscoped_search``,
+    ``root_search``) off.  They judge a call by its arguments before it runs, and a history's
+    calls have run: rewriting such a result would only throw away what the search found."""
+    if config is None:
+        config = ToolGuardConfig()
+    elif isinstance(config, Mapping):
+        config = ToolGuardConfig.from_mapping(config)
+    elif not isinstance(config, ToolGuardConfig):
+        raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
+    return config.replace(unscoped_search="allow", root_search="allow")
 
 
 def _decide(
@@ -240,8 +258,8 @@ def replay_tool_calls(
     """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a sequence of message dicts, not {type(messages).__name__}")
-    guard = ToolGuard(config)
-    last = _last_round(messages)
+    guard = ToolGuard(_replay_config(config))
+    latest = _trailing_results(messages)
     pending: dict[str, tuple[str, Any]] = {}
     out: list[ReplayedCall] = []
     for i, message in enumerate(messages):
@@ -255,7 +273,7 @@ def replay_tool_calls(
                 continue
             result = _content_text(field(message, "content"))
             decision, notes = _decide(guard, session_id, call[0], call[1], result, field(message, "is_error") is True)
-            out.append(_replayed(decision, notes, call_id, i, last >= 0 and i > last))
+            out.append(_replayed(decision, notes, call_id, i, i >= latest))
     return out
 
 
@@ -550,6 +568,7 @@ class _AnthropicSSE:
         self.open: dict[int, str] = {}  # index -> block type
         self.last_index = -1
         self.delta_sent = False
+        self.sent = 0  # code points of answer text passed on
         self.like: Any = b""
         self.broken = False
 
@@ -576,6 +595,10 @@ class _AnthropicSSE:
             self.open.pop(index, None)
         elif kind == "message_delta":
             self.delta_sent = True
+        elif kind == "content_block_delta":
+            delta = event.get("delta")
+            text = delta.get("text") if isinstance(delta, dict) and delta.get("type") == "text_delta" else None
+            self.sent += len(text) if isinstance(text, str) else 0
 
     def ending(self, outcome: StreamOutcome, finish_reason: str) -> list[Any]:
         """The frames that end the cut stream: the marker line in the open text block (the
@@ -584,7 +607,8 @@ class _AnthropicSSE:
         completed, else ``finish_reason``'s counterpart -- ``end_turn`` for ``stop`` --, the
         outcome under ``loopguard``), ``message_stop``."""
         info, like, out = _outcome_info(outcome), self.like, []
-        if outcome.channel == "text" and outcome.marker:
+        closing = _closing_text(outcome, self.sent)
+        if closing is not None:
             text = [i for i, kind in self.open.items() if kind == "text"]
             index = text[-1] if text else self.last_index + 1
             if not text:
@@ -592,7 +616,7 @@ class _AnthropicSSE:
                 out.append(_sse_frame("content_block_start", {"type": "content_block_start", "index": index,
                                                               "content_block": block}, like))  # fmt: skip
                 self.open[index] = "text"
-            delta = {"type": "text_delta", "text": "\n" + outcome.marker}
+            delta = {"type": "text_delta", "text": closing}
             out.append(_sse_frame("content_block_delta", {"type": "content_block_delta", "index": index,
                                                           "delta": delta}, like))  # fmt: skip
         for index in sorted(self.open):
@@ -639,6 +663,7 @@ class _ResponsesEnding:
         self.parts: dict[tuple[int, int], dict[str, Any]] = {}  # (output_index, content_index) -> part
         self.open_parts: set[tuple[int, int]] = set()
         self.sequence = -1
+        self.sent = 0  # code points of answer text passed on
         self.broken = False
 
     def passed(self, event: Any) -> None:
@@ -669,6 +694,7 @@ class _ResponsesEnding:
             delta = field(event, "delta")
             if isinstance(delta, str):
                 part["text"] = str(part.get("text") or "") + delta
+                self.sent += len(delta)
 
     def _event(self, kind: str, **fields: Any) -> Any:
         self.sequence += 1
@@ -682,9 +708,10 @@ class _ResponsesEnding:
         outcome under ``loopguard`` on that last event."""
         out: list[Any] = []
         text_parts = sorted(k for k in self.open_parts if self.parts.get(k, {}).get("type") == "output_text")
-        if outcome.channel == "text" and outcome.marker and text_parts:
+        closing = _closing_text(outcome, self.sent)
+        if closing is not None and text_parts:
             oi, ci = text_parts[-1]
-            delta = "\n" + outcome.marker
+            delta = closing
             self.parts[(oi, ci)]["text"] = str(self.parts[(oi, ci)].get("text") or "") + delta
             item_id = self.items.get(oi, {}).get("id")
             out.append(self._event("response.output_text.delta", item_id=item_id, output_index=oi,
@@ -734,10 +761,32 @@ def _failsafe(tracker: Any) -> Any:
     return call
 
 
-def _tail_chunk(last: Any, outcome: StreamOutcome, finish_reason: str) -> Any:
+def _closing_text(outcome: StreamOutcome, sent: int) -> str | None:
+    """The answer text that ends a cut stream, after the ``sent`` code points of answer text the
+    client has; ``None`` when the answer text was not cut.  When the client has less than the
+    kept text (the chunk holding the loop's start was withheld whole), the rest of the kept text
+    -- the marker line included -- so that the client's text is ``outcome.kept_text``; else the
+    marker line after a line break."""
+    if outcome.channel != "text" or not outcome.marker:
+        return None
+    if outcome.cut is not None and sent < outcome.cut:
+        return outcome.kept_text[sent:]
+    return "\n" + outcome.marker
+
+
+def _answer_text(chunk: Any) -> int:
+    """Code points of answer text in a Chat Completions chunk (its first choice's ``content``)."""
+    choices = field(chunk, "choices")
+    if not choices:
+        return 0
+    content = field(field(choices[0], "delta"), "content")
+    return len(content) if isinstance(content, str) else 0
+
+
+def _tail_chunk(last: Any, outcome: StreamOutcome, finish_reason: str, sent: int = 0) -> Any:
     """The final Chat Completions chunk after a cut, shaped like the upstream's ``last`` chunk
-    (``id``, ``created``, ``model``): one choice with the marker line as content (when the
-    answer text was cut), ``finish_reason`` (``"tool_calls"`` when calls completed before the
+    (``id``, ``created``, ``model``): one choice with :func:`_closing_text` as content (when the
+    answer text was cut; ``sent``: the answer text already passed), ``finish_reason`` (``"tool_calls"`` when calls completed before the
     cut) and the outcome under ``loopguard`` (also in ``provider_specific_fields``: LiteLLM's
     fast serializer drops other extra fields).  A dict when ``last`` is one; ``None`` for
     a Responses stream (it ends with the last event passed)."""
@@ -745,7 +794,7 @@ def _tail_chunk(last: Any, outcome: StreamOutcome, finish_reason: str) -> Any:
         return None
     info = _outcome_info(outcome)
     reason = "tool_calls" if outcome.tool_calls else finish_reason
-    content = "\n" + outcome.marker if outcome.channel == "text" and outcome.marker else None
+    content = _closing_text(outcome, sent)
     head = {"id": field(last, "id"), "created": field(last, "created"), "model": field(last, "model")}
     if isinstance(last, Mapping):
         delta = {"content": content} if content is not None else {}
@@ -774,9 +823,9 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
     ----------
     on_deny : ``"rewrite"`` | ``"reject"``
         A refused call (deny or cancel) of the history: its tool result is replaced by the
-        guard's reason (``"rewrite"``, default), or -- when it is in the latest round of calls --
-        the request is refused with HTTP 400 (``"reject"``; earlier refused calls are still
-        rewritten).
+        guard's reason (``"rewrite"``, default), or -- when its result is one of the tool messages
+        that end the request (the round this request answers) -- the request is refused with
+        HTTP 400 (``"reject"``; earlier refused calls are still rewritten).
     on_cut : ``"finish"`` | ``"error"``
         A cut stream ends with a final chunk (``"finish"``, default) or LiteLLM's in-band error
         frame carrying :class:`LoopGuardStreamStopped` (``"error"``).
@@ -787,8 +836,8 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
     stream_config : StreamConfig | Mapping | None
         The stream policy (``mode``, ``marker``, ``language``; ``on_rescue_cap`` is always
         ``"return"``: the proxy cannot resume, the client reads ``should_resume``).
-    text_config : str | None
-        The text detectors' profile (``None``: ``"default"``).
+    text_config : TextConfig | str | None
+        The text detectors' profile (``None``: ``"default"``); checked here.
     **kwargs
         LiteLLM's own guardrail keys (``guardrail_name`` -- default ``"loopguard"``,
         ``event_hook`` -- default ``[pre_call, post_call]``, ``default_on`` -- default True, …),
@@ -799,7 +848,7 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
     ValueError
         for an ``on_deny``, ``on_cut`` or ``finish_reason`` not listed above.
     ConfigError
-        for an invalid ``guard_config`` or ``stream_config``.
+        for an invalid ``guard_config``, ``stream_config`` or ``text_config``.
     """
 
     def __init__(
@@ -810,7 +859,7 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
         finish_reason: str = "stop",
         guard_config: ToolGuardConfig | Mapping[str, Any] | None = None,
         stream_config: StreamConfig | Mapping[str, Any] | None = None,
-        text_config: str | None = None,
+        text_config: TextConfig | str | None = None,
         **kwargs: Any,
     ) -> None:
         self.on_deny = _check("on_deny", on_deny, _ON_DENY)
@@ -820,7 +869,7 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
             guard_config = ToolGuardConfig.from_mapping(guard_config)
         self.guard_config: ToolGuardConfig | None = guard_config
         self.stream_config = StreamConfig.coerce(stream_config).replace(on_rescue_cap="return")
-        self.text_config = text_config
+        self.text_config = text_config if isinstance(text_config, TextConfig) else TextConfig(text_config or "default")
         kwargs.setdefault("guardrail_name", "loopguard")
         kwargs.setdefault("default_on", True)
         if kwargs.get("event_hook") is None:
@@ -880,7 +929,7 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
             logger.error("loopguard could not guard the stream (%s); it passes unguarded", type(exc).__name__)
             return None
 
-    def _ending(self, guarded: AsyncGuardedStream[Any], last: Any, tracker: Any) -> Any:
+    def _ending(self, guarded: AsyncGuardedStream[Any], last: Any, tracker: Any, sent: int) -> Any:
         """What ends a cut stream: the final chunks (a list), a :class:`LoopGuardStreamStopped`
         to raise, or ``None`` (not cut, or the ending could not be built: logged)."""
         try:
@@ -893,7 +942,7 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
                 return LoopGuardStreamStopped(reason, outcome)
             if tracker is not None:
                 return None if tracker.broken else tracker.ending(outcome, self.finish_reason)
-            tail = _tail_chunk(last, outcome, self.finish_reason)
+            tail = _tail_chunk(last, outcome, self.finish_reason, sent)
             return None if tail is None else [tail]
         except Exception as exc:
             logger.error("loopguard could not end the cut stream (%s); it ends as is", type(exc).__name__)
@@ -934,19 +983,22 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
                 yield chunk
             return
         passed = None if tracker is None else _failsafe(tracker)
-        last: Any = None
+        last: Any = first  # the shape of the final chunk (the first one when none passed)
+        sent = 0
         try:
             async for chunk in guarded:
                 last = chunk
                 if passed is not None:
                     passed(chunk)
+                else:
+                    sent += _answer_text(chunk)
                 yield chunk
         finally:
             try:
                 await guarded.close()  # idempotent: closes the upstream when the client went away
             except Exception as exc:
                 logger.error("loopguard could not close the stream (%s)", type(exc).__name__)
-        ending = self._ending(guarded, last, tracker)
+        ending = self._ending(guarded, last, tracker, sent)
         if isinstance(ending, LoopGuardStreamStopped):
             raise ending
         for chunk in ending or ():
