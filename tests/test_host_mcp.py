@@ -326,3 +326,50 @@ def test_a_cancel_after_the_tool_ran_marks_its_result_an_error() -> None:
     quiet = LoopGuardMiddleware(Breaking(), on_intervention=seen.extend)
     (got,) = asyncio.run(call_all(make_server({}, quiet), [("grep", GREP)]))
     assert (got.is_error, texts(got), seen) == (True, [GREP_OUT, stop.text], [stop])  # a stop is always shown
+
+
+# -------------------------------------- HTTP: several clients, with and without authentication
+
+
+def _over_http(server: FastMCP[Any], clients: list[str | None], calls: int) -> list[list[bool]]:
+    """``calls`` identical greps from each client in turn (a bearer token or none) against
+    ``server``'s real Streamable HTTP app (fastmcp's in-process ASGI server: its HTTP stack, auth
+    and transport, no socket); per client, whether each call was refused."""
+    from fastmcp.utilities.tests import asgi_server
+
+    async def go() -> list[list[bool]]:
+        async with asgi_server(server) as app:
+            out = []
+            for token in clients:
+                async with app.client(auth=token) as c:
+                    out.append([(await c.call_tool_mcp("grep", GREP)).is_error for _ in range(calls)])
+            return out
+
+    return asyncio.run(go())
+
+
+def test_over_http_without_a_session_or_user_calls_are_not_guarded(caplog: pytest.LogCaptureFixture) -> None:
+    """A stateless HTTP request names no client: sharing one session would let one agent's calls
+    deny another's, so such calls pass unguarded, with one warning; ``session_key`` guards them."""
+    runs: dict[str, int] = {}
+    with caplog.at_level(logging.WARNING, logger="loopguard.integrations.mcp"):
+        refused = _over_http(make_server(runs, LoopGuardMiddleware(ToolGuard())), [None, None], 3)
+    assert refused == [[False] * 3, [False] * 3] and runs["grep"] == 6
+    assert caplog.text.count("not guarded") == 1
+    keyed = LoopGuardMiddleware(ToolGuard(), session_key=lambda context: "tenant-a")
+    assert _over_http(make_server({}, keyed), [None], 3) == [[False, False, True]]
+
+
+def test_over_http_each_authenticated_user_is_a_session_of_its_own() -> None:
+    """With auth, the session is the access token's principal: two users' identical calls never
+    count together, and each user's third identical call is denied as a bare guard denies it."""
+    from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+
+    verifier = StaticTokenVerifier(
+        {"tok-a": {"client_id": "agent-a", "scopes": []}, "tok-b": {"client_id": "agent-b", "scopes": []}}
+    )
+    server = make_server({}, LoopGuardMiddleware(ToolGuard()))
+    server.auth = verifier
+    expected = [allowed is False for allowed, _ in bare([("grep", GREP)] * 6, {"grep": GREP_OUT})]
+    assert expected == [False, False, True, False, True, True]  # denied, insisting runs, locked, cancelled
+    assert _over_http(server, ["tok-a", "tok-b", "tok-a"], 3) == [expected[:3], expected[:3], expected[3:]]

@@ -16,6 +16,7 @@ Needs the ``mcp`` extra (``pip install "loopguard[mcp]"``: ``fastmcp`` 4.2, ``mc
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -34,6 +35,7 @@ try:
     _middleware: Any = importlib.import_module("fastmcp.server.middleware")
     _tools: Any = importlib.import_module("fastmcp.tools.base")
     _version: Any = importlib.import_module("mcp_types.version")
+    _sessions: Any = importlib.import_module("fastmcp.server.sessions")
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(
         f'loopguard.integrations.mcp needs fastmcp and mcp: pip install "loopguard[mcp]" ({exc})'
@@ -47,12 +49,13 @@ Result = Any  # a fastmcp ToolResult
 Context = Any  # a fastmcp MiddlewareContext[CallToolRequestParams]
 
 
-__all__ = ["DEFAULT_SESSION", "LoopGuardMiddleware", "guard_proxy", "main", "mcp_session_id"]
+__all__ = ["DEFAULT_SESSION", "LoopGuardMiddleware", "guard_proxy", "main", "mcp_principal_key", "mcp_session_id"]
 
 logger = logging.getLogger("loopguard.integrations.mcp")
 
 DEFAULT_SESSION = "mcp"
-"""The session key of calls that carry no MCP session (see :func:`mcp_session_id`)."""
+"""The session key of calls on a stdio or in-memory server that carry no MCP session and no
+authenticated user (see :func:`mcp_session_id`, :func:`mcp_principal_key`)."""
 
 SessionKey = Callable[[Context], Hashable | None]
 Interventions = Callable[[list[Intervention]], None]
@@ -73,6 +76,30 @@ def mcp_session_id(context: Context) -> str | None:
         return None
     sid = ctx.session_id
     return None if sid is None else str(sid)
+
+
+HTTP_TRANSPORTS = frozenset({"sse", "streamable-http"})
+"""Transports serving many clients: a call there without a session or a user is not tied to any."""
+
+
+def mcp_principal_key(context: Context) -> str | None:
+    """``"user:<16 hex>"``, a hash of the authenticated principal of a 2026-07-28 request (the
+    ``(client_id, issuer, subject)`` of its access token, as ``fastmcp``'s own session state keys
+    on it); ``None`` without auth, on a handshake-era connection, or outside a request."""
+    ctx = context.fastmcp_context
+    request = ctx.request_context if ctx is not None else None
+    if request is None or request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    principal = _sessions.current_principal()
+    if not isinstance(principal, str):
+        return None
+    return "user:" + hashlib.sha256(principal.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _serves_many(context: Context) -> bool:
+    """The server runs on an HTTP transport (many clients), as far as ``fastmcp`` tells."""
+    ctx = context.fastmcp_context
+    return ctx is not None and ctx.transport in HTTP_TRANSPORTS
 
 
 def _error_result(text: str) -> Result:
@@ -125,17 +152,20 @@ class LoopGuardMiddleware(Middleware):  # type: ignore[misc]  # the host's class
         ``session_key(context) -> hashable | None``: the session of a call, tried first (e.g. a
         header, the authenticated principal, a tenant).  ``None`` falls through.
     default_session : Hashable
-        The session of calls without one: when ``session_key`` gives ``None`` and the request has
-        no MCP session (:func:`mcp_session_id`: a 2026-07-28 connection).  Default
-        :data:`DEFAULT_SESSION` (``"mcp"``): every such call to this server shares one session,
-        right for a stdio or in-memory server (one client); behind a stateless HTTP server serving
-        several agents, pass ``session_key``.
+        The session of calls that nothing else ties to a client on a stdio or in-memory server (one
+        client): when ``session_key`` gives ``None``, the request has no MCP session
+        (:func:`mcp_session_id`: a 2026-07-28 connection) and no authenticated user
+        (:func:`mcp_principal_key`).  Default :data:`DEFAULT_SESSION` (``"mcp"``).  On an HTTP
+        transport such a call could be any client's, so it is not guarded (one warning per
+        middleware: a shared session would let one agent's calls deny another's); pass
+        ``session_key`` (a header, a tenant) to guard them.
     on_intervention : callable, optional
         Receives the interventions instead of the client.
 
-    The session key is resolved in that order: ``session_key(context)``, then the MCP session id,
-    then ``default_session``.  A guard error (a bug, a bad input) never fails the call: it is
-    logged (its type only: the message may quote arguments) and the call goes through unguarded.
+    The session key is resolved in that order: ``session_key(context)``, the MCP session id, the
+    authenticated user, then ``default_session`` (stdio, in-memory) or none (HTTP: unguarded).  A
+    guard error (a bug, a bad input) never fails the call: it is logged (its type only: the
+    message may quote arguments) and the call goes through unguarded.
     Arguments never reach a log.
 
     Raises
@@ -161,15 +191,20 @@ class LoopGuardMiddleware(Middleware):  # type: ignore[misc]  # the host's class
                 raise TypeError(f"{name} must be callable, not {type(fn).__name__}")
         self.guard, self.session_key, self.default_session = guard, session_key, default_session
         self.on_intervention = on_intervention
+        self._warned_unkeyed = False
 
-    def session_of(self, context: Context) -> Hashable:
-        """The session key of a call: ``session_key(context)``, the MCP session id, ``default_session``."""
+    def session_of(self, context: Context) -> Hashable | None:
+        """The session key of a call: ``session_key(context)``, the MCP session id, the
+        authenticated user (:func:`mcp_principal_key`), then ``default_session`` -- or ``None``
+        (the call is not guarded) on an HTTP transport, where it could be any client's."""
         if self.session_key is not None:
             key = self.session_key(context)
             if key is not None:
                 return key
-        sid = mcp_session_id(context)
-        return self.default_session if sid is None else sid
+        sid = mcp_session_id(context) or mcp_principal_key(context)
+        if sid is not None:
+            return sid
+        return None if _serves_many(context) else self.default_session
 
     async def on_call_tool(
         self,
@@ -180,9 +215,12 @@ class LoopGuardMiddleware(Middleware):  # type: ignore[misc]  # the host's class
         tool, args = context.message.name, context.message.arguments or {}
         try:
             sid = self.session_of(context)
-            decision = await self.guard.abefore_call(sid, tool, args)
+            decision = None if sid is None else await self.guard.abefore_call(sid, tool, args)
         except Exception as exc:
             _fail_open("before", tool, exc)
+            return await call_next(context)
+        if sid is None or decision is None:
+            self._unkeyed()
             return await call_next(context)
         if not decision.allowed:
             return _error_result(decision.reason)
@@ -192,6 +230,14 @@ class LoopGuardMiddleware(Middleware):  # type: ignore[misc]  # the host's class
             await self._failed(sid, tool, args, exc)
             raise
         return await self._after(sid, tool, args, decision, result)
+
+    def _unkeyed(self) -> None:
+        if not self._warned_unkeyed:
+            self._warned_unkeyed = True
+            logger.warning(
+                "loopguard: MCP tool calls over HTTP without a session or an authenticated user are"
+                " not guarded (they could be any client's); pass session_key= to LoopGuardMiddleware"
+            )
 
     async def _after(self, sid: Hashable, tool: str, args: Any, decision: Decision, result: Result) -> Result:
         """The result, the guard told of it and its interventions delivered (fail open)."""
