@@ -355,6 +355,11 @@ def test_guard_agent_leaves_the_original_agent_alone() -> None:
     assert [g.get_name() for g in guarded.tools[0].tool_input_guardrails] == ["loopguard"]  # type: ignore[union-attr]
 
 
+def test_guard_agent_names_a_wrong_agent() -> None:
+    with pytest.raises(TypeError, match="agent must be an agents.Agent, not str"):
+        guard_agent("notanagent")
+
+
 def test_the_readme_openai_agents_example_runs() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme.split("### OpenAI Agents SDK", 1)[1]

@@ -51,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the import test wi
         'loopguard.integrations.openai_agents needs the OpenAI Agents SDK: pip install "loopguard[openai-agents]"'
     ) from exc
 
+Agent: Any = _agents.Agent
 AgentHooks: Any = _agents.AgentHooks
 FunctionTool: Any = _agents.FunctionTool
 ToolGuardrailFunctionOutput: Any = _agents.ToolGuardrailFunctionOutput
@@ -387,10 +388,15 @@ def guard_agent(
         ``agent.clone(tools=..., hooks=...)``.  To watch a streamed run, make the
         :class:`AgentLoopGuard` first and pass it here and to :meth:`AgentLoopGuard.stream_events`.
 
+    Raises ``TypeError`` when ``agent`` is not an ``agents.Agent`` (and as :class:`AgentLoopGuard`
+    for ``session``).
+
     Other tool kinds (hosted, MCP servers' tools) have no tool guardrails in the SDK: they are
     left as they are.  Handoff targets are not guarded: call ``guard_agent`` on each, with the
     same :class:`AgentLoopGuard`.
     """
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent must be an agents.Agent, not {type(agent).__name__}")
     owner = session if isinstance(session, AgentLoopGuard) else AgentLoopGuard(session, stream_config=stream_config)
     tools: list[Any] = []
     for tool in agent.tools:
