@@ -661,6 +661,7 @@ def test_the_config_keys_reach_the_guardrail_error_and_reject(upstream: Upstream
         assert events[-1].type == "response.failed" and events[-1].response.status == "failed"
         assert events[-1].response.error.message == outcome.verdict.reason
         assert events[-2].type == "response.output_text.delta"
+    assert "unknown config keys" not in where.log.read_text(encoding="utf-8")  # every key LiteLLM passes is known
 
 
 # ------------------------------------------------------------------- in process
@@ -953,3 +954,13 @@ def test_an_unknown_text_profile_is_refused_at_construction() -> None:
     with pytest.raises(ConfigError, match="profile='nope'"):
         lg.LoopGuardrail(text_config="nope")
     assert lg.LoopGuardrail(text_config="fuse").text_config.profile == "fuse"
+
+
+def test_an_unknown_config_key_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """``CustomGuardrail`` swallows any keyword: a typo (``on_denny``) would silently leave the
+    default in place, so its name (never its value) is logged."""
+    with caplog.at_level(logging.WARNING, logger="loopguard.integrations"):
+        guardrail = lg.LoopGuardrail(on_denny="reject", api_key=CANARY, guardrail_name="g", default_on=True)
+    assert guardrail.on_deny == "rewrite"
+    assert "unknown config keys ignored: on_denny" in caplog.text
+    assert "api_key" not in caplog.text and CANARY not in caplog.text

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 import json
 import logging
 import re
@@ -810,6 +811,26 @@ def _tail_chunk(last: Any, outcome: StreamOutcome, finish_reason: str, sent: int
     )
 
 
+def _known_keys() -> frozenset[str]:
+    """The keys LiteLLM itself gives a guardrail: ``CustomGuardrail``'s parameters and the
+    fields of the config's ``litellm_params`` (empty when LiteLLM's classes cannot be read)."""
+    try:
+        params = inspect.signature(_CustomGuardrail.__init__).parameters
+        fields = importlib.import_module("litellm.types.guardrails").LitellmParams.model_fields
+        return frozenset(params) | frozenset(fields)
+    except Exception:  # pragma: no cover - another LiteLLM layout: no warning rather than a wrong one
+        return frozenset()
+
+
+def _warn_unknown_keys(kwargs: Mapping[str, Any]) -> None:
+    """Log the keys neither loopguard nor LiteLLM knows (a typo such as ``on_denny`` would
+    otherwise be swallowed by ``CustomGuardrail(**kwargs)``); names only, never values."""
+    known = _known_keys()
+    unknown = sorted(k for k in kwargs if known and k not in known)
+    if unknown:
+        logger.warning("LoopGuardrail: unknown config keys ignored: %s", ", ".join(unknown))
+
+
 def _check(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"LoopGuardrail: {name}={value!r} is invalid: must be one of {', '.join(allowed)}")
@@ -870,6 +891,7 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
         self.guard_config: ToolGuardConfig | None = guard_config
         self.stream_config = StreamConfig.coerce(stream_config).replace(on_rescue_cap="return")
         self.text_config = text_config if isinstance(text_config, TextConfig) else TextConfig(text_config or "default")
+        _warn_unknown_keys(kwargs)
         kwargs.setdefault("guardrail_name", "loopguard")
         kwargs.setdefault("default_on", True)
         if kwargs.get("event_hook") is None:
