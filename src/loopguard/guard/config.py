@@ -237,6 +237,26 @@ class ToolGuardConfig:
                 raise ConfigError(given[exc.key], exc.value, exc.rule, owner=_OWNER) from None
             raise
 
+    @classmethod
+    def coerce(cls, config: ToolGuardConfig | Mapping[str, Any] | None) -> ToolGuardConfig:
+        """``config`` as a :class:`ToolGuardConfig`: ``None`` → the defaults, a mapping →
+        :meth:`from_mapping`, a :class:`ToolGuardConfig` as is.
+
+        Raises
+        ------
+        TypeError
+            for anything else.
+        ConfigError
+            for an invalid mapping.
+        """
+        if config is None:
+            return cls()
+        if isinstance(config, ToolGuardConfig):
+            return config
+        if isinstance(config, Mapping):
+            return cls.from_mapping(config)
+        raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
+
     def replace(self, **changes: Any) -> ToolGuardConfig:
         """A copy with ``changes`` applied (validated like the constructor); an
         unknown key raises ``ConfigError``."""

@@ -107,12 +107,7 @@ class ToolGuard:
         store: MemoryStore | RedisStore | None = None,
         on_store_error: str = "open",
     ) -> None:
-        if config is None:
-            config = ToolGuardConfig()
-        elif isinstance(config, Mapping):
-            config = ToolGuardConfig.from_mapping(config)
-        elif not isinstance(config, ToolGuardConfig):
-            raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
+        config = ToolGuardConfig.coerce(config)
         if clock is None:
             clock = time.time if getattr(store, "shared", False) else time.monotonic
         if not callable(clock):

@@ -193,13 +193,7 @@ def _replay_config(config: ToolGuardConfig | Mapping[str, Any] | None) -> ToolGu
     """The guard's configuration for a replay: the scope rules (``unscoped_search``,
     ``root_search``) off.  They judge a call by its arguments before it runs, and a history's
     calls have run: rewriting such a result would only throw away what the search found."""
-    if config is None:
-        config = ToolGuardConfig()
-    elif isinstance(config, Mapping):
-        config = ToolGuardConfig.from_mapping(config)
-    elif not isinstance(config, ToolGuardConfig):
-        raise TypeError(f"config must be a ToolGuardConfig, a mapping or None, not {type(config).__name__}")
-    return config.replace(unscoped_search="allow", root_search="allow")
+    return ToolGuardConfig.coerce(config).replace(unscoped_search="allow", root_search="allow")
 
 
 def _decide(
@@ -886,9 +880,9 @@ class LoopGuardrail(_CustomGuardrail):  # type: ignore[misc]  # LiteLLM's class,
         self.on_deny = _check("on_deny", on_deny, _ON_DENY)
         self.on_cut = _check("on_cut", on_cut, _ON_CUT)
         self.finish_reason = _check("finish_reason", finish_reason, _FINISH_REASONS)
-        if guard_config is not None and not isinstance(guard_config, ToolGuardConfig):
-            guard_config = ToolGuardConfig.from_mapping(guard_config)
-        self.guard_config: ToolGuardConfig | None = guard_config
+        self.guard_config: ToolGuardConfig | None = (
+            None if guard_config is None else ToolGuardConfig.coerce(guard_config)
+        )
         self.stream_config = StreamConfig.coerce(stream_config).replace(on_rescue_cap="return")
         self.text_config = text_config if isinstance(text_config, TextConfig) else TextConfig(text_config or "default")
         _warn_unknown_keys(kwargs)
