@@ -46,6 +46,7 @@ from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from typing import Any, TypeVar, cast
 
 from .errors import ConfigError
+from .guard import shared
 from .guard.shared import backoff
 from .guard.state import BoundedTable
 from .guard.streak import Streak
@@ -663,14 +664,7 @@ class LoopBrake:
             only the default session, pass ``"default"``).  With a shared store: its slots
             under its prefix (nothing happens when the store is unavailable).
         """
-        if self._remote is not None:
-            try:
-                self._remote.delete(None if session_id is None else session_key(session_id), "lb")
-            except StoreUnavailable:
-                pass
-            return
-        with self._lock:
-            self._sessions.forget(None if session_id is None else session_key(session_id))
+        shared.forget(self._remote, self._sessions, self._lock, session_id, "lb")
 
     def dispose(self) -> None:
         """Forget every streak and call id (seed 000: a reloaded brake never remembers the last run).

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from ..identity import session_key
 from ..observe import events
 from ..observe import log as obs_log
-from ..store import MemoryStore, RedisStore, StoreUnavailable
+from ..store import MemoryStore, RedisStore
 from ..terminal import shown_name
 from . import ladder, shared, strikes, timers
 from .config import ToolGuardConfig
@@ -169,14 +169,7 @@ class ToolGuard:
     def reset(self, session_id: Any = None) -> None:
         """Forget one session's state (``session_id`` given) or every session's (with a shared
         store: every session under its prefix; nothing happens when the store is unavailable)."""
-        if self._remote is not None:
-            try:
-                self._remote.delete(None if session_id is None else session_key(session_id))
-            except StoreUnavailable:
-                pass
-            return
-        with self._lock:
-            self._sessions.forget(None if session_id is None else session_key(session_id))
+        shared.forget(self._remote, self._sessions, self._lock, session_id)
 
     def dispose(self) -> None:
         """Forget all state held in this process; the guard stays usable.  A shared store's

@@ -11,21 +11,24 @@ conflict's reply carries the current state, on which the decision is taken again
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import threading
 import time
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..identity import session_key
 from ..observe import metrics
 from ..store import StoreUnavailable
 from . import codec
 from .decisions import Decision, logger
-from .state import SessionState, stable_hash
+from .state import BoundedTable, SessionState, stable_hash
 
 if TYPE_CHECKING:
     from ..store import RedisStore
 
-__all__ = ["aapply", "apply", "backoff", "unavailable"]
+__all__ = ["aapply", "apply", "backoff", "forget", "unavailable"]
 
 T = TypeVar("T")
 
@@ -168,3 +171,23 @@ def unavailable(tool: str, closed: bool) -> Decision:
         return Decision("allow", tool=tool, evidence={"store": "unavailable"})
     text = "[loopguard] The loop guard's shared state is unavailable, so this call was not run. Try it again shortly."
     return Decision("deny", UNAVAILABLE, text, UNAVAILABLE, tool, 0, {"store": "unavailable"})
+
+
+def forget(
+    remote: RedisStore | None,
+    table: BoundedTable[str, Any],
+    lock: threading.Lock | threading.RLock,
+    session_id: Any,
+    kind: str = "tg",
+) -> None:
+    """Forget one session's state (``session_id``) or every session's (``None``): in the shared
+    store when there is one (its ``kind`` slots under its prefix; nothing happens when the store
+    is unavailable), else in this process's ``table`` (under ``lock``).  The ``reset`` of
+    :class:`~loopguard.ToolGuard` and :class:`~loopguard.LoopBrake`."""
+    key = None if session_id is None else session_key(session_id)
+    if remote is not None:
+        with contextlib.suppress(StoreUnavailable):
+            remote.delete(key, kind)
+        return
+    with lock:
+        table.forget(key)
