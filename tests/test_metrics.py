@@ -132,6 +132,7 @@ def test_enabling_twice_reuses_the_metrics_and_names_are_documented() -> None:
         "loopguard_decision_seconds",
         "loopguard_store_errors",
         "loopguard_fail_open",
+        "loopguard_samples",
     }
     from pathlib import Path
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-EXAMPLES = re.findall(r"```python\n(.*?)```\n\nprints\n\n```text\n(.*?)```", README, flags=re.S)
+# a block's code holds no fence: a block without "prints" never swallows the next one's
+EXAMPLES = re.findall(r"```python\n((?:(?!```).)*?)```\n\nprints\n\n```text\n(.*?)```", README, flags=re.S)
 
 
 def test_the_readme_has_examples() -> None:

@@ -86,6 +86,7 @@ from __future__ import annotations
 import enum
 import itertools
 import logging
+import os
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -468,13 +469,24 @@ class Session:
         turn counts and its stream text stay in this object.
     on_store_error : ``"open"`` | ``"closed"``
         The new guard's decision without its shared store (default ``"open"``).
+    dump_dir : str | os.PathLike | None
+        Where to write evidence samples (seed 002, line ④): one JSON file per verdict that is not
+        ``allow`` (notice, cut, deny, cancel) of a text loop, a tool call, a tool result or a
+        stall check, at most one per (turn, kind) and strength of action, written by a
+        background thread (the stream never waits on the disk; a failed write is logged and
+        counted).  ``None`` (default): no sample, no I/O.  See :mod:`loopguard.observe.samples`.
+    dump_max_chars : int
+        Code points of the channel's text kept per text-loop sample, the tail (default 8,000).
+    dump_keep : int
+        Samples the directory keeps, the newest (default 30).
 
     Raises
     ------
     TypeError
-        for a config of the wrong type.
+        for a config of the wrong type, or a ``dump_*`` argument of the wrong type.
     ValueError
-        when ``guard`` is given together with ``guard_config``, ``clock`` or ``store``.
+        when ``guard`` is given together with ``guard_config``, ``clock`` or ``store``; for an
+        empty ``dump_dir`` or a ``dump_*`` bound below 1.
     ConfigError
         for an invalid ``guard_config`` mapping.
 
@@ -506,6 +518,7 @@ class Session:
     __slots__ = (
         "_attempt",
         "_clock",
+        "_dump",
         "_guard",
         "_label",
         "_live",
@@ -529,7 +542,15 @@ class Session:
         clock: Callable[[], float] | None = None,
         store: MemoryStore | RedisStore | None = None,
         on_store_error: str = "open",
+        dump_dir: str | os.PathLike[str] | None = None,
+        dump_max_chars: int = 8000,
+        dump_keep: int = 30,
     ) -> None:
+        self._dump: Any = None
+        if dump_dir is not None:  # imported only when asked for: without it the guard does no I/O
+            from .observe.samples import SampleDump
+
+            self._dump = SampleDump(dump_dir, dump_max_chars, dump_keep)
         self._sid = session_id
         self._label = obs_log.SessionLabel(session_id)  # the id in log lines (hashed when configured)
         self.text_config: TextConfig = _text_config(text_config)
@@ -658,6 +679,8 @@ class Session:
             self._implicit_end(by)
         self._move(_TURN)
         self._turn = _Turn(self._turn.number + 1)
+        if self._dump is not None:
+            self._dump.new_turn()
         self._attempt.number = 0
         self._tally.rescues = self._tally.retry_left = 0  # a new user message: the rescue budget starts again
 
@@ -898,6 +921,8 @@ class Session:
             "notice", "text_loop", reason, detection, evidence={**evidence, "strength": detection.strength}
         )
         events.text_verdict(self._sid, verdict, channel, "text_loop")
+        if self._dump is not None:
+            self._sample(verdict, "text_loop", channel)
         return verdict
 
     def _stop(self, detection: Detection | None, lane: _Lane, channel: str) -> Verdict:
@@ -937,7 +962,47 @@ class Session:
             self._move(_STOPPED)
         # a live stream records what it does with the stop (it may resume instead of cancelling)
         events.text_verdict(self._sid, verdict, channel, "text_loop", to_log=self._live is None)
+        if self._dump is not None:
+            self._sample(verdict, "text_loop", channel)
         return verdict
+
+    def _sample(self, verdict: Verdict, event: str, channel: str = "tool") -> None:
+        """Offer an evidence sample of ``verdict`` (``Session(dump_dir=...)``): a text loop's with
+        the channel's text, a tool decision's with its name, rule and numbers only.  Never raises:
+        a failure is logged by type and counted as a failed sample."""
+        try:
+            said: Any = None
+            if channel == "tool":
+                said = verdict.decision or (verdict.interventions[0] if verdict.interventions else None)
+            detection = verdict.detection
+            evidence = dict(verdict.evidence)
+            text: str | None = None
+            chars = 0
+            kind = verdict.kind or ""
+            if channel != "tool":
+                if detection is not None:
+                    kind = str(detection.kind)
+                    evidence.update(position=detection.position, cut=detection.cut, strength=detection.strength)
+                text = self._attempt.record.text(channel)
+                lane = self._attempt.lanes.get(channel)
+                chars = lane.detector.length(channel) if lane is not None else len(text)
+            fields = obs_log.decision_fields(
+                event,
+                "text" if channel != "tool" else "tool_guard",
+                verdict.action,
+                self._sid,
+                rule=said.rule if said is not None else ("strikes" if verdict.kind == "strikes" else event),
+                kind=kind,
+                tool=said.tool if said is not None else "",
+                channel=channel,
+                call_index=said.call_index if said is not None else -1,
+                evidence=evidence,
+            )
+            self._dump.offer(fields, self._turn.number, self._attempt.number, text, chars)
+        except Exception as exc:
+            from .observe import samples
+
+            samples.failed(exc)
 
     def end_attempt(self) -> Verdict:
         """The model request ended: run the detectors' last checkpoint and record
@@ -1163,9 +1228,18 @@ class Session:
         """The call recorded in the open attempt (once), and the decision as a verdict."""
         if (self._state is _ATTEMPT or self._state is _STOPPED) and (tool, args) not in self._attempt.record.calls:
             self.note_tool_call(tool, args)
-        return Verdict(
+        verdict = Verdict(
             decision.action, decision.kind, decision.reason, decision=decision, evidence=dict(decision.evidence)
         )
+        if self._dump is not None and decision.action != "allow":
+            self._sample(verdict, "tool_call")
+        return verdict
+
+    def _sampled(self, verdict: Verdict, event: str) -> Verdict:
+        """``verdict``, sampled first when it is not ``allow`` and samples are on."""
+        if self._dump is not None and verdict.action != "allow":
+            self._sample(verdict, event)
+        return verdict
 
     def tool_result(
         self, tool: str, args: Any, result: Any, *, error: bool = False, call_id: Hashable | None = None
@@ -1199,7 +1273,8 @@ class Session:
         Does not start an attempt.  A progress event.
         """
         self._alive()
-        return _verdict(self._guard.after_call(self._sid, tool, args, result, error=error, call_id=call_id))
+        found = self._guard.after_call(self._sid, tool, args, result, error=error, call_id=call_id)
+        return self._sampled(_verdict(found), "tool_result")
 
     async def atool_result(
         self, tool: str, args: Any, result: Any, *, error: bool = False, call_id: Hashable | None = None
@@ -1207,7 +1282,8 @@ class Session:
         """:meth:`tool_result` awaited (:meth:`ToolGuard.aafter_call`).  Same parameters, returns
         and errors."""
         self._alive()
-        return _verdict(await self._guard.aafter_call(self._sid, tool, args, result, error=error, call_id=call_id))
+        found = await self._guard.aafter_call(self._sid, tool, args, result, error=error, call_id=call_id)
+        return self._sampled(_verdict(found), "tool_result")
 
     # ------------------------------------------------------ stall, empty turns
 
@@ -1228,12 +1304,12 @@ class Session:
             after :meth:`dispose`.
         """
         self._alive()
-        return _verdict(self._guard.check_stall(self._sid))
+        return self._sampled(_verdict(self._guard.check_stall(self._sid)), "stall")
 
     async def acheck_stall(self) -> Verdict:
         """:meth:`check_stall` awaited (:meth:`ToolGuard.acheck_stall`).  Same returns and errors."""
         self._alive()
-        return _verdict(await self._guard.acheck_stall(self._sid))
+        return self._sampled(_verdict(await self._guard.acheck_stall(self._sid)), "stall")
 
     def end_turn(self) -> Verdict:
         """The turn ended with the agent's final answer: the ``empty_turn`` rule (spec §3).

@@ -21,6 +21,9 @@ Metrics (``prometheus_client``, the ``loopguard[metrics]`` extra):
     State-store errors by operation (reported by the store through :func:`store_error`).
 ``loopguard_fail_open_total``
     Decisions allowed because the store failed (:func:`fail_open`).
+``loopguard_samples_total{outcome}``
+    Evidence samples (``Session(dump_dir=...)``, :mod:`loopguard.observe.samples`) by outcome:
+    ``written``, ``failed`` (an OS error), ``dropped`` (the writer's queue was full).
 """
 
 from __future__ import annotations
@@ -31,7 +34,15 @@ from typing import Any
 from ..terminal import printable
 from . import log
 
-__all__ = ["disable_metrics", "disable_tracing", "enable_metrics", "enable_tracing", "fail_open", "store_error"]
+__all__ = [
+    "disable_metrics",
+    "disable_tracing",
+    "enable_metrics",
+    "enable_tracing",
+    "fail_open",
+    "sample",
+    "store_error",
+]
 
 #: Histogram buckets of ``loopguard_decision_seconds`` (10 µs to 1 s).
 BUCKETS = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1.0)
@@ -40,7 +51,7 @@ _BY_REGISTRY: dict[int, _Metrics] = {}
 
 
 class _Metrics:
-    """The five metrics in one registry."""
+    """The six metrics in one registry."""
 
     def __init__(self, registry: Any) -> None:
         from prometheus_client import Counter, Histogram
@@ -59,6 +70,7 @@ class _Metrics:
             "loopguard_store_errors", "State-store errors by operation", ["operation"], registry=registry
         )
         self.fail_open = Counter("loopguard_fail_open", "Decisions allowed because the store failed", registry=registry)
+        self.samples = Counter("loopguard_samples", "Evidence samples by outcome", ["outcome"], registry=registry)
 
 
 def enable_metrics(registry: Any = None) -> None:
@@ -130,6 +142,14 @@ def fail_open() -> None:
     metrics = log.SETTINGS.metrics
     if metrics is not None:
         metrics.fail_open.inc()
+
+
+def sample(outcome: str) -> None:
+    """Count one evidence sample by ``outcome`` (``written``, ``failed``, ``dropped``).  A no-op
+    when metrics are off."""
+    metrics = log.SETTINGS.metrics
+    if metrics is not None:
+        metrics.samples.labels(outcome).inc()
 
 
 def observe(fields: dict[str, Any], *, detection: bool = True, act: bool = True) -> None:
