@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from . import stats as stats_command
 from .config import PROFILES, TextConfig
 from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
@@ -491,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="records: worker processes (default: %(default)s; 1 = in this process)",
     )
     evaluate.set_defaults(run=_eval_command)
+    stats_command.register(commands)
     return parser
 
 

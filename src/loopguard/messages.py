@@ -213,6 +213,13 @@ TEMPLATES: dict[str, dict[str, str]] = {
         ),
         "zh": "[loopguard] {channel_zh}可能开始重复自身（{kind}，位置 {position}，自 {cut} 起）。如果在原地打转，请停下来换一种做法。",
     },
+    "loop_hint": {
+        "en": (
+            "[loopguard] Your {channel} is repeating itself. Stop repeating: do not restate what you already "
+            "wrote; give your conclusion now, or take a different approach."
+        ),
+        "zh": "[loopguard] 你的{channel_zh}在原地重复。停止重复：不要再复述已经写过的内容，现在给出结论，或换一种做法。",
+    },
     "empty_turn": {
         "en": (
             "[loopguard] Your last {count} turn(s) ended with reasoning but no answer text. Write the "

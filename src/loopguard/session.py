@@ -97,6 +97,7 @@ from .attempts import AttemptRecorder
 from .config import TextConfig
 from .errors import ConfigError
 from .guard import Decision, Intervention, ToolGuard, ToolGuardConfig
+from .hints import NGRAM, HintObservation, Hints
 from .identity import session_key
 from .observe import events
 from .observe import log as obs_log
@@ -185,6 +186,22 @@ class SessionConfig:
         more blocks of ``check_every`` code points; a trace or enumeration that
         looks like near-copies for a block or two ends first).  1 = at the
         detection itself.  A strong detection cuts whatever this says.
+    hint : bool | str
+        Stop hints (seed 002, line ①c; :mod:`loopguard.hints`): at a text loop that would stop
+        the attempt, first a ``notice`` with ``kind="hint"`` whose ``reason`` the host adds to
+        the conversation (``True``: the built-in English/Chinese message; a non-empty ``str``:
+        that text), then a pre-registered observation of the model's next requests.  Default
+        ``False`` (off: the hint speaks to the model for the user, so it is opt-in).
+    hint_observe_chars : int
+        The observation window, in code points (default 2,000).
+    hint_success_drop : float
+        ``effective`` needs the repeat statistic to fall by at least this fraction (default 0.5).
+    hint_max_per_episode : int
+        Hints per loop episode (default 2).
+    hint_max_per_session : int
+        Hints in the session's life (default 8).
+    hint_episode_minutes : float
+        Hints further apart than this start a new episode (default 10).
 
     Raises
     ------
@@ -211,6 +228,12 @@ class SessionConfig:
     stall_min_reasoning_chars: int = 1024
     stall_nudge_max: int = 3
     text_notice_checkpoints: int = 3
+    hint: bool | str = False
+    hint_observe_chars: int = 2000
+    hint_success_drop: float = 0.5
+    hint_max_per_episode: int = 2
+    hint_max_per_session: int = 8
+    hint_episode_minutes: float = 10.0
 
     def __post_init__(self) -> None:
         for key, lo in (
@@ -220,6 +243,9 @@ class SessionConfig:
             ("stall_min_reasoning_chars", 0),
             ("stall_nudge_max", 0),
             ("text_notice_checkpoints", 1),
+            ("hint_observe_chars", NGRAM),
+            ("hint_max_per_episode", 1),
+            ("hint_max_per_session", 1),
         ):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= _BIG:
@@ -230,6 +256,16 @@ class SessionConfig:
             value = getattr(self, key)
             if not isinstance(value, bool):
                 raise ConfigError(key, value, "True or False", owner="SessionConfig")
+        if (
+            not isinstance(self.hint, (bool, str))
+            or self.hint == ""
+            or (isinstance(self.hint, str) and self.hint.isspace())
+        ):
+            raise ConfigError("hint", self.hint, "True, False or a non-empty message", owner="SessionConfig")
+        for key, low, high in (("hint_success_drop", 0.0, 1.0), ("hint_episode_minutes", 0.0, float(_BIG))):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
+                raise ConfigError(key, value, f"a number above {low:g} and at most {high:g}", owner="SessionConfig")
 
 
 @dataclass(frozen=True)
@@ -520,6 +556,7 @@ class Session:
         "_clock",
         "_dump",
         "_guard",
+        "_hints",
         "_label",
         "_live",
         "_progress_noted",
@@ -558,6 +595,7 @@ class Session:
         self._guard = _tool_guard(guard, guard_config, clock, store, on_store_error)
         self._clock = self._guard.clock
         self._state = _IDLE
+        self._hints: Hints | None = None
         self._forget()
 
     def __repr__(self) -> str:
@@ -572,6 +610,9 @@ class Session:
         self._tally = _Tally()
         self._live: Any = None  # the StreamGuard feeding this session (loopguard.stream)
         self._progress_noted = float("-inf")  # the guard's clock at the last progress note from feed()
+        if self._hints is not None and self._hints.observing is not None:
+            self._end_observation(interrupted=True)
+        self._hints = Hints() if self.config.hint else None
 
     def _move(self, to: SessionState) -> None:
         """The one place the lifecycle state changes; refuses a move :data:`_MOVES` does not allow."""
@@ -678,6 +719,8 @@ class Session:
         if self._state is _ATTEMPT or self._state is _STOPPED:
             self._implicit_end(by)
         self._move(_TURN)
+        if self._hints is not None:
+            self._hint_turn_end()
         self._turn = _Turn(self._turn.number + 1)
         if self._dump is not None:
             self._dump.new_turn()
@@ -814,11 +857,15 @@ class Session:
         return self._flush(lane)
 
     def _keep(self, attempt: _Attempt, channel: str, text: str) -> None:
-        """Record ``text`` for the replay rule and the language sample."""
+        """Record ``text`` for the replay rule, the language sample and an open hint observation."""
         if not attempt.record.add(channel, text):
             self._overflowed("text")
         if channel in self._turn.sampling:
             self._turn.sample(channel, text)
+        hints = self._hints
+        if hints is not None and hints.observing is not None:
+            if hints.observing.see((self._turn.number, attempt.number), channel, text):
+                self._end_observation()
 
     def _flush(self, lane: _Lane) -> Verdict:
         """Give the lane's pending deltas to the recorder, the sample and the detector as one
@@ -890,7 +937,86 @@ class Session:
         acting = next(
             (d for d in candidates if d.kind in _RESCUE_KINDS and d.strong), candidates[-1] if candidates else None
         )
+        if self._hints is not None and acting is not None:
+            hinted = self._hint(acting, channel)
+            if hinted is not None:
+                return hinted
         return self._stop(acting, lane, channel)
+
+    # ------------------------------------------------------------ stop hints
+
+    def _hint(self, detection: Detection, channel: str) -> Verdict | None:
+        """The stop hint in place of the stop, when the caps allow one now (:mod:`loopguard.hints`)."""
+        hints, cfg = self._hints, self.config
+        assert hints is not None
+        at, now = (self._turn.number, self._attempt.number), self._clock()
+        said = hints.allowed(now, at, (cfg.hint_episode_minutes, cfg.hint_max_per_episode, cfg.hint_max_per_session))
+        if said != "hint":
+            if said == "quota":
+                quota = {"episode_hints": hints.episode, "session_hints": hints.total}
+                self._hint_record("hint_quota", "observe", "quota", channel, quota)
+            return None
+        if hints.observing is not None:  # a new hint ends the observation of the last one
+            self._end_observation(interrupted=True)
+        hints.given(now, at)
+        before = self._attempt.record.text(channel)
+        hints.observing = HintObservation(channel, at, before, cfg.hint_observe_chars, self.text_config)
+        if isinstance(cfg.hint, str):
+            reason = cfg.hint
+        else:
+            en, zh = _CHANNEL_NAMES[channel]
+            reason = messages.render("loop_hint", self._language(channel), channel=en, channel_zh=zh)
+        evidence = {
+            "channel": channel,
+            "position": detection.position,
+            "cut": detection.cut,
+            "observe_chars": cfg.hint_observe_chars,
+            "success_drop": cfg.hint_success_drop,
+            "episode_hints": hints.episode,
+            "session_hints": hints.total,
+        }
+        verdict = Verdict("notice", "hint", reason, detection, evidence=evidence)
+        self._hint_record("hint", "notice", str(detection.kind), channel, evidence)
+        if self._dump is not None:
+            self._sample(verdict, "hint", channel)
+        return verdict
+
+    def _hint_turn_end(self) -> None:
+        """A turn ended while a hint is observed: carried into the next turn once when nothing
+        of a later request was seen yet, else ``interrupted``."""
+        hints = self._hints
+        observing = hints.observing if hints is not None else None
+        if observing is None or observing.turns > self._turn.number - observing.at[0]:
+            return  # nothing observed, or this turn's end was counted already (end_turn, then start_turn)
+        if observing.seen == 0 and observing.turns == 0:
+            observing.turns = 1
+        else:
+            self._end_observation(interrupted=True)
+
+    def _end_observation(self, interrupted: bool = False) -> None:
+        """Conclude the open observation: keep its result and record it in the decision log."""
+        hints = self._hints
+        assert hints is not None and hints.observing is not None
+        observing, hints.observing = hints.observing, None
+        outcome, evidence = observing.conclude(self.config.hint_success_drop, interrupted)
+        evidence["observe_chars"] = self.config.hint_observe_chars
+        hints.results.append({"outcome": outcome, "channel": observing.channel, **evidence})
+        self._hint_record("hint_observation", "observe", outcome, observing.channel, evidence)
+
+    def _hint_record(self, event: str, action: str, kind: str, channel: str, evidence: dict[str, Any]) -> None:
+        """A decision-log record of rule ``hint`` (not counted as a detection: its loop is)."""
+        if events.wanted(action):
+            fields = obs_log.decision_fields(
+                event, "text", action, self._sid, rule="hint", kind=kind, channel=channel, evidence=evidence
+            )
+            events.emit(fields, detection=False)
+
+    @property
+    def hint_observations(self) -> list[dict[str, Any]]:
+        """The outcomes of this session's last 32 hint observations, oldest first: ``outcome``
+        (``effective`` | ``ineffective`` | ``undetermined`` | ``interrupted``), ``channel`` and
+        the numbers of :class:`loopguard.hints.HintObservation` (empty without ``hint``)."""
+        return list(self._hints.results) if self._hints is not None else []
 
     def _language(self, channel: str) -> str:
         return messages.pick_language(self._guard.config.language, self._turn.samples.get(channel, ""))
@@ -1345,6 +1471,8 @@ class Session:
         if self._state is not _TURN:
             return _ALLOW
         self._move(_IDLE)
+        if self._hints is not None:
+            self._hint_turn_end()
         if not self.config.empty_turn_detect:
             return _ALLOW
         tally = self._tally

@@ -302,6 +302,9 @@ class StreamOutcome:
         the ``repeat`` rule's replay mode is on); else, when nothing stopped the stream, the
         first ``text_loop`` notice (a weak detection, spec §2.7: the text may
         be starting to repeat; nothing was cut).
+    hint : Verdict | None
+        The stop hint given in this attempt (``SessionConfig(hint=...)``, ``kind="hint"``): add
+        ``hint.reason`` to the conversation before the next request.
     mode : str
         The mode the stream ran in.
     """
@@ -324,6 +327,7 @@ class StreamOutcome:
     mode: str = "rescue"
     rescues: int = field(default=0)
     notice: Verdict | None = None
+    hint: Verdict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (kept texts and tool calls included: the caller's own data)."""
@@ -345,6 +349,7 @@ class StreamOutcome:
             "mode": self.mode,
             "rescues": self.rescues,
             "notice": self.notice.to_dict() if self.notice is not None else None,
+            "hint": self.hint.to_dict() if self.hint is not None else None,
         }
 
 
@@ -476,6 +481,7 @@ class StreamGuard:
         "_segments",
         "_state",
         "_text_notice",
+        "_hint",
         "_text_parts",
         "_verdict",
         "config",
@@ -497,6 +503,7 @@ class StreamGuard:
         self._calls: dict[Any, _Call] = {}  # by the format's key (the recorder keeps the order)
         self._verdict: Verdict | None = None  # the stop verdict (acting or, in observe, first)
         self._text_notice: Verdict | None = None  # the first weak text-loop detection's notice
+        self._hint: Verdict | None = None  # the stop hint (SessionConfig(hint=...)) given in this attempt
         self._outcome: StreamOutcome | None = None
         self._error: str | None = None  # outcome.guard_error
         self._orphan = False  # another stream started on the session: record only
@@ -594,7 +601,9 @@ class StreamGuard:
 
     def _on_verdict(self, verdict: Verdict) -> Action:
         if not verdict.stop:
-            if verdict.action == "notice" and self._text_notice is None:
+            if verdict.kind == "hint":
+                self._hint = verdict  # the host adds its reason to the conversation
+            elif verdict.action == "notice" and self._text_notice is None:
                 self._text_notice = verdict  # a weak text-loop detection: the stream goes on
             return _CONTINUE
         if self._verdict is None:
@@ -888,6 +897,7 @@ class StreamGuard:
             verdict=verdict,
             detection=detection,
             notice=notice,
+            hint=self._hint,
         )
         reasoning, text = self._kept("reasoning"), self._kept("text")
         if not prune or verdict is None or detection is None:

@@ -10,7 +10,9 @@ Records go to the ``loopguard.decisions`` logger (:data:`DECISION_LOGGER`, a chi
     ``"tool_call"`` (``ToolGuard.before_call``), ``"tool_result"`` (``after_call``),
     ``"stall"``, ``"strike"``, ``"text_loop"`` (a session's text detection that acts),
     ``"stall_nudge"``, ``"empty_turn"``, ``"stream_cut"`` (a :class:`~loopguard.StreamGuard`
-    stop) or ``"brake"`` (:meth:`LoopBrake.check <loopguard.LoopBrake.check>`).
+    stop), ``"brake"`` (:meth:`LoopBrake.check <loopguard.LoopBrake.check>`), or, with
+    ``SessionConfig(hint=...)`` (:mod:`loopguard.hints`), ``"hint"``, ``"hint_quota"`` and
+    ``"hint_observation"`` (rule ``hint``; ``kind`` the outcome).
 ``surface``
     ``"tool_guard"``, ``"text"``, ``"stream"`` or ``"brake"``.
 ``action``

@@ -6,7 +6,7 @@ A :class:`~loopguard.Session` made with ``dump_dir=`` offers a sample for each v
 not ``allow`` (:class:`SampleDump`); a background thread writes it, so the stream never waits on
 the disk.  Without ``dump_dir`` nothing here runs and the guard does no I/O.
 
-One sample, ``<dump_dir>/<UTC time>-<kind>-<session digest>-<seq>.json`` (UTF-8, written to a
+One sample, ``<dump_dir>/<UTC time>-<sequence>-<kind>-<session digest>.json`` (UTF-8, written to a
 temporary name and renamed, so a reader never sees half a file)::
 
     {"format": 1, "time": "2026-12-03T22:41:07.123Z", "event": "text_loop", "action": "cut",
@@ -63,7 +63,7 @@ FORMAT = 1
 #: samples waiting for the writer thread, at most; one more is dropped (and counted)
 QUEUE_SIZE = 256
 #: a sample's file name (what :class:`SampleDump` prunes; nothing else in the folder is touched)
-NAME = re.compile(r"^\d{8}T\d{9}Z-[a-z_]{1,40}-[0-9a-f]{12}-\d{6}\.json$")
+NAME = re.compile(r"^\d{8}T\d{9}Z-\d{6}-[a-z_]{1,40}-[0-9a-f]{12}\.json$")
 #: a later sample of a (turn, kind) already sampled is written only for a stronger action
 _STRENGTH = {"notice": 1, "deny": 2, "cut": 2, "cancel": 3}
 #: seconds between two warnings of failed writes
@@ -240,6 +240,6 @@ class SampleDump:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int(now * 1000) % 1000:03d}Z"
         digest = hashlib.blake2b(str(fields["session"]).encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
         safe_kind = re.sub(r"[^a-z_]", "_", kind.lower())[:40]
-        name = f"{stamp}-{safe_kind}-{digest}-{next(_SEQ) % 1_000_000:06d}.json"
+        name = f"{stamp}-{next(_SEQ) % 1_000_000:06d}-{safe_kind}-{digest}.json"  # sorts in order of offer
         _offer((self.folder, self.keep, name, sample))
         return True
