@@ -530,3 +530,28 @@ def test_async_with_closes_both_clients(make_store: Any) -> None:
     assert all(c._sock is None for c in pool._available_connections)  # disconnected
     with store as same:
         assert same is store and guard.before_call("s", "ls", {}).call_index == 2
+
+
+def test_concurrent_async_calls_behind_a_slow_redis_each_wait_one_timeout(make_store: Any, arun: Any) -> None:
+    """A fresh user's trial (issue 18): 20 concurrent calls during a Redis stall queued behind
+    redis-py's connection pool (253, 504, 756, ... 2,767 ms); each is now bounded by the timeout."""
+    store = make_store(socket_timeout=0.3)
+    guard = ToolGuard(store=store)
+    blocker = make_store().client
+    t = threading.Thread(target=lambda: blocker.execute_command("DEBUG", "SLEEP", "2"))
+
+    async def main() -> list[tuple[str, float]]:
+        t.start()
+        await asyncio.sleep(0.1)
+
+        async def one(i: int) -> tuple[str, float]:
+            started = time.monotonic()
+            action = (await guard.abefore_call(f"s{i}", "ls", {})).action
+            return action, time.monotonic() - started
+
+        return await asyncio.gather(*(one(i) for i in range(20)))
+
+    results = arun(main())
+    t.join()
+    assert [a for a, _ in results] == ["allow"] * 20
+    assert max(took for _, took in results) < 0.9  # one timeout each (0.3 s), not a queue of them

@@ -45,7 +45,7 @@ from .guard import (
 from .identity import action_fingerprint, call_hash, canonical_json, hash_prefix, session_key
 from .results import normalize_result, result_digest
 from .session import Session, SessionConfig, SessionState, Verdict
-from .store import MemoryStore, RedisStore
+from .store import MemoryStore, RedisStore, StoreUnavailable
 from .stream import LoopGuardCancelled, StreamConfig, StreamGuard, StreamOutcome, StreamState
 from .text import CHANNELS, Detection, TextLoopDetector, scan_text, scan_tokens
 
@@ -76,6 +76,7 @@ __all__ = [
     "LoopGuardCancelled",
     "MemoryStore",
     "RedisStore",
+    "StoreUnavailable",
     "Session",
     "SessionConfig",
     "SessionState",

@@ -11,7 +11,7 @@ What Redis holds per session: one hash, ``<prefix>tg:<32 hex digits of SHA-256 o
 session key>``, with fields ``f`` (the format version, :data:`loopguard.guard.codec.FORMAT`),
 ``n`` (the compare-and-set version) and ``s`` (the state, :mod:`loopguard.guard.codec`: call
 keys, result hashes, 64-bit line hashes and counts; never an argument, a result's text or a
-session id), at most ``limits.max_bytes`` (32 KiB) per session, expiring ``ttl`` seconds after
+session id), at most ``limits.max_bytes`` (28,000 bytes: 32 KiB with Redis's own overhead) per session, expiring ``ttl`` seconds after
 its last write.  A :class:`~loopguard.Session` keeps its rescues in a row in one more hash,
 ``<prefix>ss:<same digest>``, field ``r`` (:meth:`RedisStore.counter`, ``HINCRBY``).
 
@@ -281,7 +281,8 @@ class RedisStore:
         if cached and (hit := self._recall(kind, session)) is not None:
             return hit
         with self._asking("get"):
-            version, fmt, blob = await self._aclient()[0].hmget(self.key(session, kind), ["n", "f", "s"])
+            reading = self._aclient()[0].hmget(self.key(session, kind), ["n", "f", "s"])
+            version, fmt, blob = await asyncio.wait_for(reading, self._timeout)
         return self._remember(kind, session, _state(version, fmt, blob))
 
     def swap(self, session: str, blob: bytes, version: int, kind: str = "tg") -> tuple[bool, bytes | None, int]:
@@ -301,7 +302,8 @@ class RedisStore:
     async def aswap(self, session: str, blob: bytes, version: int, kind: str = "tg") -> tuple[bool, bytes | None, int]:
         """:meth:`swap` on the running event loop (``redis.asyncio``): same returns and errors."""
         with self._asking("put"):
-            reply = await self._aclient()[1](keys=[self.key(session, kind)], args=self._cas_args(blob, version))
+            writing = self._aclient()[1](keys=[self.key(session, kind)], args=self._cas_args(blob, version))
+            reply = await asyncio.wait_for(writing, self._timeout)
         return self._swapped(kind, session, reply, blob, version)
 
     def put(self, session: str, blob: bytes, version: int, kind: str = "tg") -> bool:
@@ -473,6 +475,11 @@ class RedisStore:
             yield
         except Exception as exc:  # redis-py raises more than RedisError/OSError (a client closed mid-call)
             raise self._failed(exc, operation) from None
+        if self._down_until >= 0:  # the first answer after an outage
+            with self._lock:
+                back, self._down_until = self._down_until >= 0, -1.0
+            if back:
+                logger.info("state store reachable again (%d errors so far)", self.errors)
 
     def _check(self) -> None:
         if self._down_until >= 0 and self._clock() < self._down_until:
@@ -484,22 +491,32 @@ class RedisStore:
     def _failed(self, exc: BaseException, operation: str) -> StoreUnavailable:
         """Count the error (``store.errors`` and the ``loopguard_store_errors_total`` metric),
         warn at most once per interval, and wait ``retry_interval``."""
+        misconfigured = isinstance(exc, _NoAsyncClient)
+        # the exception's type only: a Redis error message may quote a command's values
+        why = str(exc) if misconfigured else type(exc).__name__
+        # a misconfigured client is not Redis's fault: the sync methods go on asking
+        self._count_error(operation, f"state store unavailable ({why})", wait=not misconfigured)
+        return StoreUnavailable(type(exc).__name__)
+
+    def gave_up(self, operation: str, why: str) -> None:
+        """A decision taken without the store although Redis answered (``operation``, e.g.
+        ``"conflict"``: too many compare-and-set conflicts in a row; ``"encode"``: a state that
+        cannot be stored): counted and warned about as an error, without ``retry_interval``."""
+        self._count_error(operation, f"state store not used ({why})", wait=False)
+
+    def _count_error(self, operation: str, what: str, *, wait: bool) -> None:
         now = self._clock()
         metrics.store_error(operation)
-        misconfigured = isinstance(exc, _NoAsyncClient)
         with self._lock:
             self.errors += 1
-            if not misconfigured:  # Redis itself is not at fault: the sync methods go on asking
+            if wait:
                 self._down_until = now + self.retry_interval
             warn = self._warned_at is None or now - self._warned_at >= self.warn_interval
             if warn:
                 self._warned_at = now
             count = self.errors
         if warn:
-            # the exception's type only: a Redis error message may quote a command's values
-            why = str(exc) if misconfigured else type(exc).__name__
-            logger.warning("state store unavailable (%s); deciding without it (%d errors so far)", why, count)
-        return StoreUnavailable(type(exc).__name__)
+            logger.warning("%s; deciding without it (%d errors so far)", what, count)
 
 
 def _state(version: Any, fmt: Any, blob: Any) -> tuple[bytes | None, int]:

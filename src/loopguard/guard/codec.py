@@ -48,7 +48,8 @@ class Limits:
     Parameters
     ----------
     max_bytes : int
-        The most bytes one session's blob may take (default 32 KiB); :func:`dump` halves the
+        The most bytes one session's blob may take (default 28,000: with the allocator's size
+        classes and the hash's own fields Redis's ``MEMORY USAGE`` of the key stays within 32 KiB); :func:`dump` halves the
         longest tables until the blob fits.
     keys : int
         Call keys with ``repeat`` state (default 128; the in-memory guard keeps
@@ -61,7 +62,7 @@ class Limits:
 
     __slots__ = ("max_bytes", "keys", "seen", "drift_lines")
 
-    def __init__(self, max_bytes: int = 32 * 1024, keys: int = 128, seen: int = 1024, drift_lines: int = 1024) -> None:
+    def __init__(self, max_bytes: int = 28_000, keys: int = 128, seen: int = 1024, drift_lines: int = 1024) -> None:
         for name, value in (("max_bytes", max_bytes), ("keys", keys), ("seen", seen), ("drift_lines", drift_lines)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")

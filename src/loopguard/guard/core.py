@@ -4,6 +4,7 @@ the rules are in their own modules and run in order by :mod:`loopguard.guard.lad
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -40,6 +41,23 @@ def _check_call_id(call_id: Any) -> None:
             hash(call_id)
         except TypeError:
             raise TypeError(f"call_id must be hashable (a str or int), not {type(call_id).__name__}") from None
+
+
+#: call ids longer than this (code points) are kept as a digest: the state, shared or not, stays
+#: small whatever id a client sends
+CALL_ID_CHARS = 128
+
+
+def call_id_key(call_id: Hashable) -> Hashable:
+    """How a session keeps a host's call id: a ``str`` of at most :data:`CALL_ID_CHARS` code
+    points or an ``int`` within 64 bits as it is, a longer one as ``"sha256:"`` + its hex digest."""
+    if isinstance(call_id, str):
+        if len(call_id) <= CALL_ID_CHARS:
+            return call_id
+        return "sha256:" + hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+    if isinstance(call_id, int) and not isinstance(call_id, bool) and not -(1 << 63) <= call_id < 1 << 63:
+        return "sha256:int:" + hashlib.sha256(hex(call_id).encode()).hexdigest()
+    return call_id
 
 
 class ToolGuard:
@@ -252,6 +270,7 @@ class ToolGuard:
     ) -> tuple[Decision, bool]:
         """The decision, and whether it is the one already given to this ``call_id``."""
         if call_id is not None:
+            call_id = call_id_key(call_id)
             seen = s.call_ids.get(call_id)
             if seen is not None and seen[0] == key and seen[2] is not None:
                 return seen[2], True
@@ -622,6 +641,7 @@ def _result_index(s: SessionState, key: str, call_id: Hashable | None) -> int | 
     for a call id whose result was already observed."""
     index = s.calls - 1
     if call_id is not None:
+        call_id = call_id_key(call_id)
         seen = s.call_ids.get(call_id)
         if seen is not None and seen[0] == key and seen[2] is None:
             return None

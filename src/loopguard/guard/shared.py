@@ -65,14 +65,19 @@ def _plan(
         result = fn(s)
         if not write:
             return result
-        done = yield ("put", (codec.dump(s, store.limits), version))
+        try:
+            blob = codec.dump(s, store.limits)
+        except ValueError:  # a state that cannot be made small enough: decided, not stored
+            store.gave_up("encode", "a session state too large to store")
+            return result
+        done = yield ("put", (blob, version))
         if done is True:
             return result
         if attempt and isinstance(done, tuple):  # the first conflict may be a stale cached state
             yield ("pause", _pause(attempt))  # contention: writers in lockstep would starve one,
             done = yield ("load", None)  # and the state that came with the conflict is old now
         got = done  # the current state, or None (unavailable)
-    logger.warning("state store: %d conflicting writes in a row; deciding without it", TRIES)
+    store.gave_up("conflict", f"{TRIES} conflicting writes in a row")
     return fallback()
 
 
