@@ -285,3 +285,10 @@ def test_stats_says_not_enough_data_below_five(tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "  not enough data: 3 observation(s), at least 5 needed" in out.splitlines()
     assert "%" not in out
+
+
+def test_stats_names_a_log_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.jsonl"
+    assert main(["stats", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"loopguard stats: cannot read {missing}: FileNotFoundError\n"

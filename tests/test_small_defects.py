@@ -25,6 +25,7 @@ from loopguard import (
     LoopBrakeError,
     LoopBrakeStoreError,
     LoopGuardCancelled,
+    StoreUnavailable,
     StreamOutcome,
     TextConfig,
     ToolCallDenied,
@@ -202,6 +203,7 @@ def test_every_public_exception_round_trips_through_pickle_and_copy() -> None:
         denied,
         cancelled,
         ToolLoopCancelled("circuit_breaker", "circuit_breaker", "stop now", "shell", result={"out": 1}),
+        StoreUnavailable("ConnectionError: Error 111 connecting to localhost:6391. Connection refused."),
     ]
     public = {obj for name in loopguard.__all__ if isinstance(obj := getattr(loopguard, name), type)}
     exceptions = {cls for cls in public if issubclass(cls, BaseException)}
