@@ -83,11 +83,10 @@ def test_tool_samples_carry_names_and_numbers_never_arguments(tmp_path: Path) ->
         session.tool_result("grep", ARGS, "no matches for CanaryResultText")
     assert actions == ["allow", "allow", "deny", "allow"]
     got = read_samples(tmp_path)
-    # call 2's result: a notice (repeat); call 3: the deny of the same kind (stronger, sampled too);
-    # call 4's result: a notice of another kind (locked)
+    # call 2's result: a notice (repeat); call 3's deny is of the same kind in the same turn: not
+    # sampled again; call 4's result: a notice of another kind (locked)
     assert [(s["event"], s["action"], s["kind"], s["call_index"]) for s in got] == [
         ("tool_result", "notice", "repeat", 1),
-        ("tool_call", "deny", "repeat", 2),
         ("tool_result", "notice", "locked", 3),
     ]
     text = "".join(p.read_text(encoding="utf-8") for p in tmp_path.glob("*.json"))
@@ -96,7 +95,7 @@ def test_tool_samples_carry_names_and_numbers_never_arguments(tmp_path: Path) ->
     assert all(len(s["hash"]) == 12 for s in got)
 
 
-def test_one_sample_per_turn_and_kind_and_strength(tmp_path: Path) -> None:
+def test_one_sample_per_turn_and_kind(tmp_path: Path) -> None:
     session = Session("s", dump_dir=tmp_path)
     actions = []
     for _turn in range(2):
@@ -107,8 +106,11 @@ def test_one_sample_per_turn_and_kind_and_strength(tmp_path: Path) -> None:
             session.end_attempt()
     assert actions == ["cut", "cancel", "cut", "cancel", "cut", "cancel"]
     got = read_samples(tmp_path)
-    # turn 1: the cut, then the cancel (stronger), not the later cut; turn 2: its first cancel only
-    assert [(s["turn"], s["attempt"], s["action"]) for s in got] == [(1, 1, "cut"), (1, 2, "cancel"), (2, 1, "cancel")]
+    # the first stop of each turn only (its kind, cycle, is the same in every attempt)
+    assert [(s["turn"], s["attempt"], s["action"], s["kind"]) for s in got] == [
+        (1, 1, "cut", "cycle"),
+        (2, 1, "cancel", "cycle"),
+    ]
 
 
 def test_the_folder_keeps_the_newest_samples_and_nothing_else_is_touched(tmp_path: Path) -> None:

@@ -508,7 +508,7 @@ class Session:
     dump_dir : str | os.PathLike | None
         Where to write evidence samples (seed 002, line ④): one JSON file per verdict that is not
         ``allow`` (notice, cut, deny, cancel) of a text loop, a tool call, a tool result or a
-        stall check, at most one per (turn, kind) and strength of action, written by a
+        stall check, at most one per (turn, kind), written by a
         background thread (the stream never waits on the disk; a failed write is logged and
         counted).  ``None`` (default): no sample, no I/O.  See :mod:`loopguard.observe.samples`.
     dump_max_chars : int

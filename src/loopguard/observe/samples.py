@@ -28,8 +28,8 @@ temporary name and renamed, so a reader never sees half a file)::
 - ``session`` is the decision log's ``session`` field (hashed when
   :func:`~loopguard.configure_decision_log` was given ``hash_session_ids=True``).
 
-Bounds: at most one sample per (session, turn, kind), except that a stronger action of a kind
-already sampled (a deny or cut after a notice, a cancel after either) is sampled too; the directory keeps the newest ``keep``
+Bounds: at most one sample per (session, turn, kind) — the first: a weak notice that cut nothing
+is the sample worth most (seed 002) —; the directory keeps the newest ``keep``
 samples (by modification time; older ones are deleted after each write; files not named like a
 sample are never touched); at most :data:`QUEUE_SIZE` samples wait for the writer (one more is
 dropped and counted).  A failed write is logged (``loopguard.samples`` logger, WARNING, at most
@@ -64,8 +64,6 @@ FORMAT = 1
 QUEUE_SIZE = 256
 #: a sample's file name (what :class:`SampleDump` prunes; nothing else in the folder is touched)
 NAME = re.compile(r"^\d{8}T\d{9}Z-\d{6}-[a-z_]{1,40}-[0-9a-f]{12}\.json$")
-#: a later sample of a (turn, kind) already sampled is written only for a stronger action
-_STRENGTH = {"notice": 1, "deny": 2, "cut": 2, "cancel": 3}
 #: seconds between two warnings of failed writes
 WARN_INTERVAL = 60.0
 
@@ -210,7 +208,7 @@ class SampleDump:
         self.folder = Path(folder)
         self.max_chars = max_chars
         self.keep = keep
-        self._seen: dict[tuple[int, str], int] = {}  # (turn, kind) -> the strongest action sampled
+        self._seen: set[tuple[int, str]] = set()  # (turn, kind) sampled
 
     def new_turn(self) -> None:
         """Forget which kinds were sampled (a new turn may sample each kind again)."""
@@ -225,13 +223,12 @@ class SampleDump:
         text_chars: int = 0,
     ) -> bool:
         """Queue a sample of a decision record's ``fields`` (:func:`loopguard.observe.log.decision_fields`)
-        unless this turn already has one of its kind with an action as strong; ``text``: the channel's whole attempt text
+        unless this turn already has one of its kind; ``text``: the channel's whole attempt text
         (``None`` for a tool sample), ``text_chars``: the channel's length.  ``True`` when queued."""
         kind = fields["kind"] or fields["rule"] or "loop"
-        strength = _STRENGTH.get(fields["action"], 0)
-        if self._seen.get((turn, kind), -1) >= strength:
+        if (turn, kind) in self._seen:
             return False
-        self._seen[(turn, kind)] = strength
+        self._seen.add((turn, kind))
         sample = {"format": FORMAT, **fields, "turn": turn, "attempt": attempt}
         if text is not None:
             tail = text[-self.max_chars :]
