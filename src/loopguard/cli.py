@@ -27,7 +27,8 @@ from .config import PROFILES, TextConfig
 from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
 from .evaluate_runs import RUN_GROUP_KEYS
-from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
+from .logs import DATASET_FIELDS, Conversation, LogFile, Message, expand_paths
+from .logs.stream import LogStream
 from .redact import redact_excerpt, redact_secrets
 from .terminal import printable, shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
@@ -132,6 +133,10 @@ class FileReport:
         about the logged calls: notices, denials, cancels, with call indices.
     error : InputError | None
         Why the file could not be read.
+    bad_lines : list[InputError]
+        Lines skipped as unreadable (invalid JSON, not an object, not UTF-8,
+        a record its reader rejects), each naming the file and line; the
+        rest of the file was scanned.
     """
 
     path: str
@@ -140,6 +145,7 @@ class FileReport:
     tool_runs: list[ToolRun] = field(default_factory=list)
     guard_findings: list[GuardFinding] = field(default_factory=list)
     error: InputError | None = None
+    bad_lines: list[InputError] = field(default_factory=list)
 
     @property
     def has_loop(self) -> bool:
@@ -164,6 +170,8 @@ class FileReport:
         if self.error is not None:
             out["error"] = str(self.error)
             out["line"] = self.error.line
+        if self.bad_lines:
+            out["bad_lines"] = [{"line": bad.line, "error": str(bad)} for bad in self.bad_lines]
         return out
 
 
@@ -233,15 +241,22 @@ def scan_log(log: LogFile, config: TextConfig) -> FileReport:
     """
     report = FileReport(log.path, log.format)
     for conversation in log.conversations:
-        for message in conversation.messages:
-            report.loops += scan_message(message, config)
-        report.tool_runs += find_runs(conversation.tool_calls())
-        report.guard_findings += guard_conversation(conversation)
+        scan_conversation(conversation, config, report)
     return report
 
 
-def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> FileReport:
-    """Read and scan one file; an unreadable file gives a report with ``error`` set.
+def scan_file(
+    path: str,
+    config: TextConfig,
+    *,
+    field: str | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
+) -> FileReport:
+    """Read and scan one file as a stream; an unreadable file gives a report with ``error`` set.
+
+    JSON Lines files are read line by line (:class:`loopguard.logs.stream.LogStream`):
+    a line that cannot be read is skipped and listed in ``bad_lines``, and the
+    rest of the file is scanned.
 
     Parameters
     ----------
@@ -251,15 +266,25 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
         The detector config.
     field : str | None
         The dataset output field (``--field``).
+    on_progress : Callable[[int, int | None], None] | None
+        Called after each conversation with the bytes read so far and the
+        file's size (``None`` for standard input).
 
     Returns
     -------
     FileReport
-        The findings, or the error.
+        The findings, or the error (with the findings made before it).
     """
+    report = FileReport(path, None)
     try:
-        log = read_log(path, field=field)
-        return scan_log(log, config)
+        with LogStream(path, field=field) as stream:
+            report.format = stream.format
+            report.bad_lines = stream.bad_lines
+            for conversation in stream.conversations():
+                scan_conversation(conversation, config, report)
+                if on_progress is not None:
+                    on_progress(stream.position(), stream.total)
+        return report
     except InputError as exc:
         return FileReport(path, None, error=exc)
     except RecursionError:
@@ -269,6 +294,14 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
         return FileReport(
             path, None, error=InputError(f"cannot read this log ({type(exc).__name__}); please report it", path=path)
         )
+
+
+def scan_conversation(conversation: Conversation, config: TextConfig, report: FileReport) -> None:
+    """Add one conversation's findings to ``report`` (see :func:`scan_log`)."""
+    for message in conversation.messages:
+        report.loops += scan_message(message, config)
+    report.tool_runs += find_runs(conversation.tool_calls())
+    report.guard_findings += guard_conversation(conversation)
 
 
 # --------------------------------------------------------------------------- human output
@@ -436,6 +469,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="dataset JSON Lines: the string field holding the model output "
         f"(default: first of {', '.join(DATASET_FIELDS)})",
     )
+    scan.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is shown only on a terminal, for 2+ files or a file of 16 MiB or more)",
+    )
     scan.set_defaults(run=_scan_command)
     evaluate = commands.add_parser(
         "eval",
@@ -509,16 +547,98 @@ def _progress(total: int) -> Iterator[tuple[Callable[[], None], bool]]:
         yield (lambda: progress.advance(task)), True
 
 
+#: Files at least this big (bytes on disk) get a progress bar of their own.
+PROGRESS_BYTES = 16 << 20
+
+
+class _ScanProgress:
+    """Transient rich progress bars on stderr: files (2+), and bytes for each big file.
+
+    Shown only on a terminal (never in a pipe or captured output) and not with
+    ``--no-progress``.
+    """
+
+    def __init__(self, files: int, enabled: bool) -> None:
+        self.active = enabled and sys.stderr.isatty()
+        self._progress: Any = None
+        self._files: Any = None
+        self._bytes: Any = None
+        if not self.active:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=True,
+        )
+        self._progress.start()
+        if files >= 2:
+            self._files = self._progress.add_task("files", total=files)
+
+    def on_bytes(self, path: str) -> Callable[[int, int | None], None] | None:
+        """The callback for :func:`scan_file` for ``path`` (``None`` when no bar is shown)."""
+        if not self.active:
+            return None
+
+        def update(done: int, total: int | None) -> None:
+            if total is None or total < PROGRESS_BYTES:
+                return
+            if self._bytes is None:
+                self._bytes = self._progress.add_task(printable(os.path.basename(path))[:40], total=total)
+            self._progress.update(self._bytes, completed=done)
+
+        return update
+
+    def file_done(self) -> None:
+        if not self.active:
+            return
+        if self._bytes is not None:
+            self._progress.remove_task(self._bytes)
+            self._bytes = None
+        if self._files is not None:
+            self._progress.advance(self._files)
+
+    def stop(self) -> None:
+        if self.active:
+            self._progress.stop()
+
+
 def _scan_command(args: argparse.Namespace) -> int:
     config = TextConfig(args.profile)
     targets = expand_paths(args.paths)
     status = 0
-    counts = {"loops": 0, "clean": 0, "unreadable": 0}
+    counts = {"loops": 0, "clean": 0, "unreadable": 0, "bad lines": 0}
     deferred: list[str] = []
-    with _progress(len(targets)) as (advance, active):
-        defer = active and sys.stdout.isatty()  # keep the bar from tearing terminal output
+    progress = _ScanProgress(len(targets), not args.no_progress)
+    defer = progress.active and sys.stdout.isatty()  # keep the bar from tearing terminal output
+    try:
         for path, error in targets:
-            report = FileReport(path, None, error=error) if error else scan_file(path, config, field=args.field)
+            if error:
+                report = FileReport(path, None, error=error)
+            else:
+                report = scan_file(path, config, field=args.field, on_progress=progress.on_bytes(path))
+            for bad in report.bad_lines:
+                print(f"loopguard: error: {_show(str(bad))} (line skipped)", file=sys.stderr)
+            if report.bad_lines:
+                status = 2
+                counts["bad lines"] += len(report.bad_lines)
             if report.error is not None:
                 print(f"loopguard: error: {_show(str(report.error))}", file=sys.stderr)
                 status = 2
@@ -533,14 +653,18 @@ def _scan_command(args: argparse.Namespace) -> int:
                 deferred += lines
             else:
                 _write(lines)
-            advance()
+            progress.file_done()
+    finally:
+        progress.stop()
     _write(deferred)
     if not args.json:
         n = len(targets)
+        skipped = counts["bad lines"]
         _write(
             [
                 f"scanned {n} file{'s' if n != 1 else ''}: {counts['loops']} with loops, "
                 f"{counts['clean']} without, {counts['unreadable']} unreadable"
+                + (f", {skipped} bad line{'s' if skipped != 1 else ''} skipped" if skipped else "")
             ]
         )
     return status

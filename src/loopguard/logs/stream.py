@@ -1,0 +1,334 @@
+"""Streaming log reading for ``loopguard scan``: line by line, bad lines skipped.
+
+:class:`LogStream` opens a file (or ``-``, standard input), decompressing
+gzip or zstd told by their magic bytes, and reads it one line at a time.
+When the first non-blank line is a JSON object (and not a SWE-agent
+trajectory), the file is JSON Lines and is read as a stream:
+
+* ``dataset`` and ``chat-records`` files hold one conversation per record,
+  handed out as each record is read: memory is bounded by the largest record
+  (plus the findings), not by the file;
+* ``chat`` (one message per line) and ``claude-code`` files are one
+  conversation (or one per sub-agent) whose tool calls are matched to
+  results found later in the file: their records are parsed line by line and
+  only the ones the reader uses are kept (assistant and tool/user lines);
+* a line that is not valid JSON, not an object, not UTF-8, or a record the
+  reader rejects is recorded in :attr:`LogStream.bad_lines` (an
+  :class:`~loopguard.errors.InputError` naming file and line) and skipped;
+  the rest of the file is read.
+
+Anything else (plain text, a SWE-agent ``.traj``, a tool-call list, a JSON
+array, a file whose first line is not a JSON object) is read whole as
+:func:`loopguard.logs.read_log` reads it, with the same errors.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import zstandard
+
+from ..errors import InputError
+from .chat import read_chat, read_chat_records
+from .claude_code import read_claude_code
+from .dataset import read_dataset
+from .plain import read_plain
+from .session import Conversation
+from .sniff import (
+    _CHUNK,
+    _COMPRESSED_SUFFIXES,
+    _GZIP_MAGIC,
+    _READ,
+    _ZSTD_MAGIC,
+    DATASET_FIELDS,
+    Records,
+    _classify_record,
+    _decode_line,
+    _json_type,
+    _ZstdReader,
+    decode_text,
+    sniff,
+)
+from .swe_agent import read_swe_agent
+from .toolseq import read_tool_calls
+
+__all__ = ["STDIN", "LogStream"]
+
+#: The path that names standard input.
+STDIN = "-"
+
+_DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
+
+
+def _whole(kind: str, payload: Any, path: str, field: str | None) -> list[Conversation]:
+    if kind == "empty":
+        return []
+    if kind == "plain":
+        return read_plain(payload, path)
+    if kind == "chat":
+        return read_chat(payload, path)
+    if kind == "chat-records":
+        return read_chat_records(payload, path)
+    if kind == "claude-code":
+        return read_claude_code(payload, path)
+    if kind == "swe-agent":
+        return read_swe_agent(payload, path)
+    if kind == "tool-calls":
+        return read_tool_calls(payload, path)
+    return read_dataset(payload, path, field)
+
+
+class LogStream:
+    """One log file read as a stream of conversations.
+
+    Parameters
+    ----------
+    path : str
+        The file, or ``"-"`` for standard input (read as bytes; it may be
+        compressed too).
+    field : str | None
+        The dataset output field (``--field``), as for :func:`~loopguard.logs.read_log`.
+
+    Attributes
+    ----------
+    path : str
+        As given.
+    format : str
+        The format (known once the constructor returns).
+    bad_lines : list[InputError]
+        The lines skipped so far, each naming the file and its 1-based line.
+    total : int | None
+        The file's size in bytes (compressed size for a compressed file);
+        ``None`` for standard input.
+
+    Raises
+    ------
+    InputError
+        when the file cannot be opened, its compressed data is corrupt, or a
+        file read whole cannot be read (see :func:`~loopguard.logs.read_log`).
+        Iterating :meth:`conversations` raises it too for corrupt compressed
+        data met later, and for an unrecognised JSON Lines file.
+    """
+
+    def __init__(self, path: str, *, field: str | None = None) -> None:
+        self.path = path
+        self.field = field
+        self.bad_lines: list[InputError] = []
+        self.format = "empty"
+        self.total: int | None = None
+        self._line = 0
+        self._raw: IO[bytes]
+        if path == STDIN:
+            self._raw = sys.stdin.buffer
+        else:
+            try:
+                self._raw = open(path, "rb")  # closed by close()
+            except OSError as exc:
+                raise InputError(f"cannot open: {exc.strerror or exc}", path=path) from exc
+            self.total = os.fstat(self._raw.fileno()).st_size
+        try:
+            self._kind, self._fh = self._open()
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _open(self) -> tuple[str | None, BinaryIO]:
+        raw: Any = self._raw
+        buffered: Any = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
+        head: bytes = buffered.peek(4)[:4]
+        if head.startswith(_GZIP_MAGIC):
+            return "gzip", gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
+        if head.startswith(_ZSTD_MAGIC):
+            return "zstd", io.BufferedReader(_ZstdReader(buffered), buffer_size=_CHUNK)
+        named = _COMPRESSED_SUFFIXES.get(Path(self.path).suffix.lower())
+        if named is not None and head:
+            raise InputError(
+                f"corrupt {named} data: the file is named {Path(self.path).suffix} but lacks the {named} magic bytes",
+                path=self.path,
+                line=1,
+            )
+        return None, buffered
+
+    def position(self) -> int:
+        """Bytes of the file read so far (0 for standard input)."""
+        if self.total is None:
+            return 0
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def close(self) -> None:
+        """Close the file (standard input is left open)."""
+        if self.path != STDIN:
+            self._raw.close()
+
+    def __enter__(self) -> LogStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ lines
+
+    def _corrupt(self, exc: BaseException) -> InputError:
+        return InputError(f"corrupt {self._kind or 'file'} data: {exc}", path=self.path, line=self._line + 1)
+
+    def _next_line(self) -> bytes:
+        try:
+            data = self._fh.readline()
+        except _DECOMPRESS_ERRORS as exc:
+            raise self._corrupt(exc) from exc
+        if data:
+            self._line += 1
+        return data
+
+    def _start(self) -> None:
+        """Read up to the first non-blank line and decide how the file is read."""
+        consumed: list[bytes] = []
+        while True:
+            data = self._next_line()
+            if not data:
+                break
+            consumed.append(data)
+            if data.strip():
+                break
+        head = consumed[-1] if consumed else b""
+        self._head: tuple[int, dict[str, Any]] | None = None
+        record = self._head_record(head, first=len(consumed) == 1)
+        if record is not None:
+            self._head = (self._line, record)
+            self.format = "jsonl"  # told by the first classified record (_stream)
+            self._records = self._parsed_records()
+            self._pending: Records = []
+            self._classify()
+            return
+        # read whole, exactly as read_log does
+        chunks = consumed
+        read = getattr(self._fh, "read1", self._fh.read)
+        try:
+            while chunk := read(_READ):
+                chunks.append(chunk)
+        except _DECOMPRESS_ERRORS as exc:
+            decoded = b"".join(chunks)
+            raise InputError(
+                f"corrupt {self._kind or 'file'} data: {exc} (after {len(decoded)} bytes of decompressed data)",
+                path=self.path,
+                line=decoded.count(b"\n") + 1,
+            ) from exc
+        text = decode_text(b"".join(chunks), self.path)
+        kind, payload = sniff(text, self.path, field=self.field)
+        self.format = kind
+        self._conversations = _whole(kind, payload, self.path, self.field)
+
+    @staticmethod
+    def _head_record(head: bytes, *, first: bool) -> dict[str, Any] | None:
+        if not head.strip() or b"\x00" in head:
+            return None
+        try:
+            line = head.decode("utf-8")
+            if first and line.startswith("\ufeff"):
+                line = line[1:]
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict) or isinstance(value.get("trajectory"), list):
+            return None
+        return value
+
+    def _bad(self, message: str, line: int) -> None:
+        self.bad_lines.append(InputError(message, path=self.path, line=line))
+
+    def _parsed_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        assert self._head is not None
+        yield self._head
+        while data := self._next_line():
+            if not data.strip():
+                continue
+            number = self._line
+            if b"\x00" in data:
+                self._bad("binary data (NUL byte), not a JSON object", number)
+                continue
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                self._bad(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", number)
+                continue
+            try:
+                value = _decode_line(line, number, self.path)
+            except InputError as exc:
+                self.bad_lines.append(exc)
+                continue
+            if not isinstance(value, dict):
+                self._bad(f"expected a JSON object on each line, got {_json_type(value)}", number)
+                continue
+            yield number, value
+
+    def _classify(self) -> None:
+        """Read records until one tells the format (they are kept for the reader)."""
+        for line, record in self._records:
+            self._pending.append((line, record))
+            kind = _classify_record(record, self.field)
+            if kind is not None:
+                self.format = kind
+                return
+        wanted = f"a string field {self.field!r}" if self.field else "a string field " + "/".join(DATASET_FIELDS)
+        raise InputError(
+            "unknown JSON format: no record is a chat message (role), a chat record (messages), "
+            f"a Claude Code stream-json line (type + message) or a dataset record ({wanted})",
+            path=self.path,
+            line=self._pending[0][0] if self._pending else None,
+        )
+
+    # ------------------------------------------------------------------ conversations
+
+    def conversations(self) -> Iterator[Conversation]:
+        """The file's conversations, in file order, read as they are needed."""
+        if self._head is None:
+            yield from self._conversations
+            return
+        if self.format in ("dataset", "chat-records"):
+            yield from self._per_record()
+            return
+        records: Records = list(self._pending)
+        if self.format == "chat":
+            records += ((n, r) for n, r in self._records if isinstance(r.get("role"), str))
+            yield from read_chat(records, self.path)
+        else:
+            records += ((n, r) for n, r in self._records if r.get("type") in ("assistant", "user"))
+            yield from read_claude_code(records, self.path)
+
+    def _per_record(self) -> Iterator[Conversation]:
+        name = self.field
+        pending = self._pending
+        if self.format == "dataset" and name is None:
+            name = next(
+                (n for _, r in pending for n in DATASET_FIELDS if isinstance(r.get(n), str)),
+                None,
+            )
+
+        def read(item: tuple[int | None, dict[str, Any]]) -> list[Conversation]:
+            try:
+                if self.format == "dataset":
+                    return read_dataset([item], self.path, name)
+                return read_chat_records([item], self.path)
+            except InputError as exc:
+                self.bad_lines.append(exc)
+                return []
+
+        for item in pending:
+            yield from read(item)
+        self._pending = []
+        for item in self._records:
+            yield from read(item)
