@@ -137,6 +137,11 @@ class FileReport:
         Lines skipped as unreadable (invalid JSON, not an object, not UTF-8,
         a record its reader rejects), each naming the file and line; the
         rest of the file was scanned.
+    after_cancel : dict[int, tuple[int, int]]
+        Per cancel (its index in ``guard_findings``, the first cancel of its
+        conversation): the conversation's calls after it and the guard
+        findings about them, which are not kept (the session was already
+        cancelled; a log that went on shows one finding per call).
     """
 
     path: str
@@ -146,6 +151,7 @@ class FileReport:
     guard_findings: list[GuardFinding] = field(default_factory=list)
     error: InputError | None = None
     bad_lines: list[InputError] = field(default_factory=list)
+    after_cancel: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def has_loop(self) -> bool:
@@ -172,6 +178,11 @@ class FileReport:
             out["line"] = self.error.line
         if self.bad_lines:
             out["bad_lines"] = [{"line": bad.line, "error": str(bad)} for bad in self.bad_lines]
+        if self.after_cancel:
+            out["after_cancel"] = [
+                {"finding": index, "calls": calls, "findings": findings}
+                for index, (calls, findings) in self.after_cancel.items()
+            ]
         return out
 
 
@@ -300,8 +311,16 @@ def scan_conversation(conversation: Conversation, config: TextConfig, report: Fi
     """Add one conversation's findings to ``report`` (see :func:`scan_log`)."""
     for message in conversation.messages:
         report.loops += scan_message(message, config)
-    report.tool_runs += find_runs(conversation.tool_calls())
-    report.guard_findings += guard_conversation(conversation)
+    calls = conversation.tool_calls()
+    report.tool_runs += find_runs(calls)
+    found = guard_conversation(conversation)
+    cancel = next((i for i, finding in enumerate(found) if finding.action == "cancel"), None)
+    if cancel is None:
+        report.guard_findings += found
+        return
+    # a cancelled call is not run (no after_call): every later finding is about a later call
+    report.guard_findings += found[: cancel + 1]
+    report.after_cancel[len(report.guard_findings) - 1] = (len(calls) - found[cancel].call - 1, len(found) - cancel - 1)
 
 
 # --------------------------------------------------------------------------- human output
@@ -382,7 +401,13 @@ def _guard_line(finding: GuardFinding) -> str:
     return f"  {label}  " + " · ".join(parts)
 
 
-def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
+def _status(report: FileReport) -> str:
+    if not report.loops and not report.tool_runs and not report.guard_findings:
+        return "clean"
+    return "loops found" if report.has_loop else ("possible loop" if report.loops else "no loop")
+
+
+def format_report(report: FileReport, *, show_clean: bool = False, max_findings: int | None = None) -> list[str]:
     """The human-readable lines for one file (none for a clean file unless ``show_clean``).
 
     Parameters
@@ -391,6 +416,10 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
         The file's findings (errors go to stderr, not here).
     show_clean : bool
         List a file without findings as ``clean`` (``--all``).
+    max_findings : int | None
+        List at most this many findings (a text loop, a tool run, a guard
+        decision, or the line for the calls after a cancel); one more line
+        says how many were left out.
 
     Returns
     -------
@@ -399,29 +428,76 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
     """
     if report.error is not None:
         return []
-    if not report.loops and not report.tool_runs and not report.guard_findings:
+    status = _status(report)
+    if status == "clean":
         return [f"{_show(report.path)} [{report.format}]: clean"] if show_clean else []
-    status = "loops found" if report.has_loop else ("possible loop" if report.loops else "no loop")
+    entries = _entries(report)
+    shown = entries if max_findings is None else entries[:max_findings]
     lines = [f"{_show(report.path)} [{report.format}]: {status}"]
+    for entry in shown:
+        lines += entry
+    left = len(entries) - len(shown)
+    if left:
+        lines.append(f"  … {left} more finding{'s' if left != 1 else ''} not shown (--max-findings {max_findings})")
+    return lines
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def format_summary(report: FileReport) -> str:
+    """The ``--summary`` line for one file: its status and counts of findings."""
+    if report.error is not None:
+        return f"{_show(report.path)}: unreadable"
+    loops = len(_text_entries(report))
+    counts = [
+        f"{loops} text loop{'s' if loops != 1 else ''}",
+        f"{len(report.tool_runs)} tool run{'s' if len(report.tool_runs) != 1 else ''}",
+        f"{len(report.guard_findings)} guard finding{'s' if len(report.guard_findings) != 1 else ''}",
+    ]
+    after = sum(calls for calls, _ in report.after_cancel.values())
+    if after:
+        counts.append(f"{after} call{'s' if after != 1 else ''} after a cancel")
+    if report.bad_lines:
+        n = len(report.bad_lines)
+        counts.append(f"{n} bad line{'s' if n != 1 else ''} skipped")
+    return f"{_show(report.path)} [{report.format}]: {_status(report)}: " + ", ".join(counts)
+
+
+def _entries(report: FileReport) -> list[list[str]]:
+    """The findings as listed: text loops, tool runs, guard decisions (with the after-cancel line)."""
+    entries = _text_entries(report)
+    entries += [[_run_line(run)] for run in report.tool_runs]
+    for index, finding in enumerate(report.guard_findings):
+        entries.append([_guard_line(finding)])
+        if index in report.after_cancel:
+            calls, findings = report.after_cancel[index]
+            if calls:
+                entries.append(
+                    [
+                        f"  …       {calls} more call{'s' if calls != 1 else ''} after the cancel"
+                        f" ({findings} guard finding{'s' if findings != 1 else ''} not listed)"
+                    ]
+                )
+    return entries
+
+
+def _text_entries(report: FileReport) -> list[list[str]]:
+    entries: list[list[str]] = []
     # a strong near_cycle report confirms the weak report of its episode (the one before it):
     # the episode is listed once, at its first report, as a loop
     loops: list[TextFinding] = []
     strong: list[bool] = []
+    last: dict[tuple[str, str, str], int] = {}  # (kind, channel, where) -> its latest entry in loops
     for finding in report.loops:
         d = finding.detection
-        first = next(
-            (
-                i
-                for i in range(len(loops) - 1, -1, -1)
-                if loops[i].detection.kind == d.kind
-                and loops[i].detection.channel == d.channel
-                and loops[i].where == finding.where
-            ),
-            None,
-        )
+        episode = (d.kind, d.channel, repr(finding.where))
+        first = last.get(episode)
         if d.kind == "near_cycle" and d.strong and first is not None and not loops[first].detection.strong:
             strong[first] = True
             continue
+        last[episode] = len(loops)
         loops.append(finding)
         strong.append(d.strong)
     # one loop that several detectors report with the same start and cut: one entry
@@ -437,10 +513,8 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
         key = (repr(finding.where), d.channel, d.start, d.cut)
         kinds = shown.pop(key, None)
         if kinds is not None:
-            lines += _loop_lines(finding, " + ".join(kinds), acted[key])
-    lines += [_run_line(run) for run in report.tool_runs]
-    lines += [_guard_line(finding) for finding in report.guard_findings]
-    return lines
+            entries.append(_loop_lines(finding, " + ".join(kinds), acted[key]))
+    return entries
 
 
 # --------------------------------------------------------------------------- command
@@ -468,6 +542,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="dataset JSON Lines: the string field holding the model output "
         f"(default: first of {', '.join(DATASET_FIELDS)})",
+    )
+    scan.add_argument(
+        "--summary",
+        action="store_true",
+        help="one line per file (status and counts of findings), then the totals",
+    )
+    scan.add_argument(
+        "--max-findings",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="list at most N findings per file and say how many were left out",
     )
     scan.add_argument(
         "--no-progress",
@@ -625,6 +711,7 @@ def _scan_command(args: argparse.Namespace) -> int:
     targets = expand_paths(args.paths)
     status = 0
     counts = {"loops": 0, "clean": 0, "unreadable": 0, "bad lines": 0}
+    totals = {"text loops": 0, "tool runs": 0, "guard findings": 0, "after cancel": 0}
     deferred: list[str] = []
     progress = _ScanProgress(len(targets), not args.no_progress)
     defer = progress.active and sys.stdout.isatty()  # keep the bar from tearing terminal output
@@ -648,7 +735,16 @@ def _scan_command(args: argparse.Namespace) -> int:
                 counts["loops"] += 1
             else:
                 counts["clean"] += 1
-            lines = [json.dumps(report.to_dict())] if args.json else format_report(report, show_clean=args.all)
+            if args.json:
+                lines = [json.dumps(report.to_dict())]
+            elif args.summary:
+                lines = [format_summary(report)]
+                totals["text loops"] += len(_text_entries(report))
+                totals["tool runs"] += len(report.tool_runs)
+                totals["guard findings"] += len(report.guard_findings)
+                totals["after cancel"] += sum(calls for calls, _ in report.after_cancel.values())
+            else:
+                lines = format_report(report, show_clean=args.all, max_findings=args.max_findings)
             if defer:
                 deferred += lines
             else:
@@ -657,6 +753,22 @@ def _scan_command(args: argparse.Namespace) -> int:
     finally:
         progress.stop()
     _write(deferred)
+    if args.summary and not args.json:
+        _write(
+            [
+                "totals: "
+                + ", ".join(
+                    _plural(totals[key], word)
+                    for key, word in (
+                        ("text loops", "text loop"),
+                        ("tool runs", "tool run"),
+                        ("guard findings", "guard finding"),
+                        ("after cancel", "call"),
+                    )
+                )
+                + " after a cancel"
+            ]
+        )
     if not args.json:
         n = len(targets)
         skipped = counts["bad lines"]
