@@ -1,0 +1,247 @@
+"""``loopguard scan`` at scale (issue 20, item 1): streaming reads, bad lines, stdin, output options, memory."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from loopguard.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+from conftest import DATA, shared_data  # noqa: E402
+
+REAL = DATA / "real"
+EXAMPLE = ROOT / "examples" / "agent-loop.jsonl"
+LOOPING = "Let me recheck the sum of the first two terms. " * 40  # a cycle of period 47 from 0
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def scan_json(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, dict[str, Any], str]:
+    code, out, err = run(capsys, "scan", "--json", path)
+    (obj,) = [json.loads(line) for line in out.splitlines()]
+    del obj["path"]
+    return code, obj, err
+
+
+# --------------------------------------------------------------------------- compressed = plain
+
+
+@shared_data
+@pytest.mark.parametrize(
+    "source",
+    [
+        "bench/zeroeval_crux.jsonl",  # dataset: read record by record
+        "claude-code/citation-check-229ca9.jsonl",
+        "reasoning/cot-loop_qwen3-1.7b_gpqa.jsonl",
+    ],
+)
+def test_gzip_and_zstd_give_the_findings_of_the_plain_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str
+) -> None:
+    data = (REAL / source).read_bytes()
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    code, plain, err = scan_json(capsys, REAL / source)
+    assert err == ""
+    assert plain["loops"] or plain["tool_findings"] or plain["guard_findings"]  # something to compare
+    for name in ("a.jsonl.gz", "b.jsonl.zst"):
+        assert scan_json(capsys, tmp_path / name) == (code, plain, "")
+
+
+# --------------------------------------------------------------------------- bad lines
+
+
+@shared_data
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (b"{oops", "invalid JSON: Expecting property name enclosed in double quotes (column 2)"),
+        (b"[1, 2]", "expected a JSON object on each line, got an array"),
+        (b'{"text": "caf\xe9"}', "not UTF-8 text (byte 0xe9)"),
+        (b'{"text": 5}', "field 'text' must be a string, not int"),  # a record the reader rejects
+    ],
+)
+def test_a_bad_line_in_the_middle_is_reported_and_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: bytes, message: str
+) -> None:
+    lines = (REAL / "bench" / "zeroeval_crux.jsonl").read_bytes().splitlines(keepends=True)
+    middle = len(lines) // 2
+    blank = tmp_path / "blank.jsonl"  # the file without the bad line, line numbers unchanged
+    blank.write_bytes(b"".join(lines[:middle] + [b"\n"] + lines[middle + 1 :]))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b"".join(lines[:middle] + [bad + b"\n"] + lines[middle + 1 :]))
+    code, expected, err = scan_json(capsys, blank)
+    assert (code, err) == (1, "")
+    code, got, err = scan_json(capsys, broken)
+    assert code == 2  # 2 wins over 1, at the end: the rest of the file was scanned
+    line = middle + 1
+    assert err == f"loopguard: error: {broken}:{line}: {message} (line skipped)\n"
+    assert got.pop("bad_lines") == [{"line": line, "error": f"{broken}:{line}: {message}"}]
+    assert got == expected
+    code, out, _ = run(capsys, "scan", "--summary", broken)
+    assert out.splitlines()[-1] == "scanned 1 file: 1 with loops, 0 without, 0 unreadable, 1 bad line skipped"
+    assert out.splitlines()[0].endswith(", 1 bad line skipped")
+
+
+def test_a_log_cut_mid_line_scans_up_to_the_cut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = [{"id": i, "text": LOOPING if i % 2 else "fine"} for i in range(6)]
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    path = tmp_path / "being-written.jsonl"
+    path.write_text(text + '{"id": 6, "text": "half a rec', encoding="utf-8")
+    code, out, err = run(capsys, "scan", "--summary", path)
+    assert code == 2
+    assert err.startswith(f"loopguard: error: {path}:7: invalid JSON: Unterminated string")
+    assert out.splitlines() == [
+        f"{path} [dataset]: loops found: 3 text loops, 0 tool runs, 0 guard findings, 1 bad line skipped",
+        "totals: 3 text loops, 0 tool runs, 0 guard findings, 0 calls after a cancel",
+        "scanned 1 file: 1 with loops, 0 without, 0 unreadable, 1 bad line skipped",
+    ]
+
+
+# --------------------------------------------------------------------------- stdin
+
+
+@pytest.mark.parametrize("compress", [None, "gzip", "zstd"])
+def test_stdin_gives_the_findings_of_the_file(tmp_path: Path, compress: str | None) -> None:
+    data = EXAMPLE.read_bytes()
+    blob = {None: data, "gzip": gzip.compress(data), "zstd": zstandard.ZstdCompressor().compress(data)}[compress]
+    command = [sys.executable, "-m", "loopguard", "scan", "--json"]
+    from_file = subprocess.run([*command, str(EXAMPLE)], capture_output=True, text=True, check=False)
+    from_stdin = subprocess.run([*command, "-"], input=blob, capture_output=True, check=False)
+    assert (from_stdin.returncode, from_stdin.stderr) == (from_file.returncode, b"") == (1, b"")
+    got, expected = json.loads(from_stdin.stdout), json.loads(from_file.stdout)
+    assert got.pop("path") == "-"
+    expected.pop("path")
+    assert got == expected
+
+
+# --------------------------------------------------------------------------- output at scale
+
+
+def twelve_identical_calls(tmp_path: Path) -> Path:
+    path = tmp_path / "calls.json"
+    path.write_text(json.dumps([{"tool": "ls", "args": {"path": "."}, "result": "a.txt"}] * 12), encoding="utf-8")
+    return path
+
+
+def test_findings_after_the_cancel_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = twelve_identical_calls(tmp_path)
+    code, out, err = run(capsys, "scan", path)
+    assert (code, err) == (1, "")
+    head = "  LOOP    tool run: ls ×12 · calls 0–11 · hash {h} · results identical"
+    lines = out.splitlines()
+    digest = lines[1].split("hash ")[1].split(" ")[0]
+    # the guard: notice, deny (repeat), notice, deny (locked), cancel at call 5 (repeat_streak);
+    # calls 6-11 (6 calls) come after the cancel, each with a finding of its own before this change
+    assert lines == [
+        f"{path} [tool-calls]: loops found",
+        head.format(h=digest),
+        f"  notice  tool call 1: ls · repeat · call 1 · hash {digest}",
+        f"  DENY    tool call 2: ls · repeat · call 2 · hash {digest}",
+        f"  notice  tool call 3: ls · locked (repeat) · call 3 · hash {digest}",
+        f"  DENY    tool call 4: ls · locked (repeat) · call 4 · hash {digest}",
+        f"  CANCEL  tool call 5: ls · repeat_streak · call 5 · hash {digest}",
+        "  …       6 more calls after the cancel (6 guard findings not listed)",
+        "scanned 1 file: 1 with loops, 0 without, 0 unreadable",
+    ]
+    code, out, _ = run(capsys, "scan", "--json", path)
+    obj = json.loads(out)
+    assert [f["call"] for f in obj["guard_findings"]] == [1, 2, 3, 4, 5]
+    assert obj["after_cancel"] == [{"finding": 4, "calls": 6, "findings": 6}]
+
+
+def test_max_findings_says_how_many_were_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = twelve_identical_calls(tmp_path)
+    _, full, _ = run(capsys, "scan", path)
+    code, out, _ = run(capsys, "scan", "--max-findings", "2", path)
+    assert code == 1
+    full_lines = full.splitlines()
+    # 7 findings: the run, 5 guard decisions, the after-cancel line
+    assert out.splitlines() == [*full_lines[:3], "  … 5 more findings not shown (--max-findings 2)", full_lines[-1]]
+    _, out, _ = run(capsys, "scan", "--max-findings", "7", path)
+    assert out == full
+    code, out, _ = run(capsys, "scan", "--max-findings", "0", path)
+    assert out.splitlines()[1] == "  … 7 more findings not shown (--max-findings 0)"
+
+
+def test_summary_is_one_line_per_file_then_totals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    calls = twelve_identical_calls(tmp_path)
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(json.dumps({"role": "assistant", "content": "Done."}) + "\n", encoding="utf-8")
+    missing = tmp_path / "missing.jsonl"
+    code, out, err = run(capsys, "scan", "--summary", calls, EXAMPLE, clean, missing)
+    assert code == 2
+    assert err == f"loopguard: error: {missing}: no such file or directory\n"
+    assert out.splitlines() == [
+        f"{calls} [tool-calls]: loops found: 0 text loops, 1 tool run, 5 guard findings, 6 calls after a cancel",
+        f"{EXAMPLE} [chat]: loops found: 1 text loop, 1 tool run, 3 guard findings",
+        f"{clean} [chat]: clean: 0 text loops, 0 tool runs, 0 guard findings",
+        f"{missing}: unreadable",
+        "totals: 1 text loop, 2 tool runs, 8 guard findings, 6 calls after a cancel",
+        "scanned 4 files: 2 with loops, 1 without, 1 unreadable",
+    ]
+
+
+def test_no_progress_bar_in_captured_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "scan", EXAMPLE, EXAMPLE)  # 2+ files, but stderr is not a terminal
+    assert err == "" and "\x1b" not in out
+    assert run(capsys, "scan", "--no-progress", EXAMPLE, EXAMPLE) == (code, out, err)
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def write_big_dataset(path: Path, size: int, *, loop_every: int = 1000) -> int:
+    """A dataset JSON Lines file of about ``size`` bytes: filler records without the text field
+    (2 KiB each) and every ``loop_every``-th record a looping text.  Returns the looping records."""
+    filler = "x" * 2000
+    loops = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": 0, "text": "The answer is 4."}) + "\n")
+        i = 1
+        written = 0
+        while written < size:
+            if i % loop_every == 0:
+                line = json.dumps({"id": i, "text": LOOPING}) + "\n"
+                loops += 1
+            else:
+                line = json.dumps({"id": i, "meta": filler}) + "\n"
+            fh.write(line)
+            written += len(line)
+            i += 1
+    return loops
+
+
+def test_a_file_larger_than_the_memory_limit_scans(tmp_path: Path) -> None:
+    limit = 192 << 20  # address space: the interpreter and loopguard need about 110 MiB of it
+    path = tmp_path / "big.jsonl"
+    loops = write_big_dataset(path, 240 << 20)
+    assert path.stat().st_size > limit
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "loopguard", "scan", "--summary", str(path)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout.splitlines()[0] == (
+        f"{path} [dataset]: loops found: {loops} text loops, 0 tool runs, 0 guard findings"
+    )
