@@ -73,10 +73,20 @@ Each conversation's calls are also replayed through the ToolGuard (default
 config): every notice, DENY and CANCEL it would have given is listed with its
 0-based call index and kind (with its rule when the names differ; see docs/rules.md).
 
+JSON Lines files are read line by line (dataset and chat-record files one
+record at a time: memory is bounded by the largest record). A bad line (not
+JSON, not an object, not UTF-8, or a record its reader rejects) is named on
+stderr with file and line and skipped; the rest of the file is scanned.
+PATH "-" reads standard input. For big inputs: --summary (one line per file,
+then totals), --max-findings N; a conversation's guard findings after its
+first cancel are one line ("N more calls after the cancel"). A progress bar
+is shown on stderr only on a terminal (--no-progress turns it off).
+
 exit status: 0 clean, 1 loops found (any text detection, a run of
 {DEFAULT_MAX_REPEATS}+ identical tool calls with unchanged results, or a call the
-ToolGuard denies or cancels), 2 unreadable input (named on stderr with its
-line; the other files are still scanned; 2 wins over 1).
+ToolGuard denies or cancels), 2 unreadable input or a bad line skipped (named
+on stderr with file and line; the other files and the rest of the file are
+still scanned; 2 wins over 1).
 """
 
 
@@ -152,6 +162,8 @@ class FileReport:
     error: InputError | None = None
     bad_lines: list[InputError] = field(default_factory=list)
     after_cancel: dict[int, tuple[int, int]] = field(default_factory=dict)
+    counts_only: bool = False
+    counted: dict[str, int] = field(default_factory=dict)
 
     @property
     def has_loop(self) -> bool:
@@ -159,10 +171,25 @@ class FileReport:
         notice), a tool run long enough to be a loop, or a call the ToolGuard
         would have denied or cancelled."""
         return (
-            any(f.detection.strong for f in self.loops)
+            bool(self.counted.get("loop"))
+            or any(f.detection.strong for f in self.loops)
             or any(run.loop for run in self.tool_runs)
             or any(f.stops for f in self.guard_findings)
         )
+
+    def counts(self) -> dict[str, int]:
+        """The ``--summary`` counts: ``text loops`` (as listed), ``tool runs``, ``guard findings``,
+        ``after cancel`` (calls after a cancel) and ``text findings`` (detections); with
+        ``counts_only`` (set by :func:`scan_file` for ``--summary``) the findings themselves
+        are not kept, only these counts."""
+        out = {
+            "text loops": len(_text_entries(self)),
+            "tool runs": len(self.tool_runs),
+            "guard findings": len(self.guard_findings),
+            "after cancel": sum(calls for calls, _ in self.after_cancel.values()),
+            "text findings": len(self.loops),
+        }
+        return {key: value + self.counted.get(key, 0) for key, value in out.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object: ``path``, ``format``, ``loops``, ``tool_findings`` (+ ``error``, ``line``)."""
@@ -262,6 +289,7 @@ def scan_file(
     *,
     field: str | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
+    counts_only: bool = False,
 ) -> FileReport:
     """Read and scan one file as a stream; an unreadable file gives a report with ``error`` set.
 
@@ -280,13 +308,15 @@ def scan_file(
     on_progress : Callable[[int, int | None], None] | None
         Called after each conversation with the bytes read so far and the
         file's size (``None`` for standard input).
+    counts_only : bool
+        Keep only the counts of the findings (``--summary``; see :meth:`FileReport.counts`).
 
     Returns
     -------
     FileReport
         The findings, or the error (with the findings made before it).
     """
-    report = FileReport(path, None)
+    report = FileReport(path, None, counts_only=counts_only)
     try:
         with LogStream(path, field=field) as stream:
             report.format = stream.format
@@ -308,7 +338,16 @@ def scan_file(
 
 
 def scan_conversation(conversation: Conversation, config: TextConfig, report: FileReport) -> None:
-    """Add one conversation's findings to ``report`` (see :func:`scan_log`)."""
+    """Add one conversation's findings to ``report`` (see :func:`scan_log`); with
+    ``report.counts_only``, only their counts (memory stays flat however many there are)."""
+    if report.counts_only:
+        one = FileReport(report.path, report.format)
+        scan_conversation(conversation, config, one)
+        for key, value in one.counts().items():
+            report.counted[key] = report.counted.get(key, 0) + value
+        if one.has_loop:
+            report.counted["loop"] = 1
+        return
     for message in conversation.messages:
         report.loops += scan_message(message, config)
     calls = conversation.tool_calls()
@@ -402,9 +441,10 @@ def _guard_line(finding: GuardFinding) -> str:
 
 
 def _status(report: FileReport) -> str:
-    if not report.loops and not report.tool_runs and not report.guard_findings:
+    counts = report.counts()
+    if not counts["text findings"] and not counts["tool runs"] and not counts["guard findings"]:
         return "clean"
-    return "loops found" if report.has_loop else ("possible loop" if report.loops else "no loop")
+    return "loops found" if report.has_loop else ("possible loop" if counts["text findings"] else "no loop")
 
 
 def format_report(report: FileReport, *, show_clean: bool = False, max_findings: int | None = None) -> list[str]:
@@ -450,13 +490,13 @@ def format_summary(report: FileReport) -> str:
     """The ``--summary`` line for one file: its status and counts of findings."""
     if report.error is not None:
         return f"{_show(report.path)}: unreadable"
-    loops = len(_text_entries(report))
+    total = report.counts()
     counts = [
-        f"{loops} text loop{'s' if loops != 1 else ''}",
-        f"{len(report.tool_runs)} tool run{'s' if len(report.tool_runs) != 1 else ''}",
-        f"{len(report.guard_findings)} guard finding{'s' if len(report.guard_findings) != 1 else ''}",
+        _plural(total["text loops"], "text loop"),
+        _plural(total["tool runs"], "tool run"),
+        _plural(total["guard findings"], "guard finding"),
     ]
-    after = sum(calls for calls, _ in report.after_cancel.values())
+    after = total["after cancel"]
     if after:
         counts.append(f"{after} call{'s' if after != 1 else ''} after a cancel")
     if report.bad_lines:
@@ -553,7 +593,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_count,
         default=None,
         metavar="N",
-        help="list at most N findings per file and say how many were left out",
+        help="list at most N findings per file and say how many were left out (not with --json)",
     )
     scan.add_argument(
         "--no-progress",
@@ -720,7 +760,13 @@ def _scan_command(args: argparse.Namespace) -> int:
             if error:
                 report = FileReport(path, None, error=error)
             else:
-                report = scan_file(path, config, field=args.field, on_progress=progress.on_bytes(path))
+                report = scan_file(
+                    path,
+                    config,
+                    field=args.field,
+                    on_progress=progress.on_bytes(path),
+                    counts_only=args.summary and not args.json,
+                )
             for bad in report.bad_lines:
                 print(f"loopguard: error: {_show(str(bad))} (line skipped)", file=sys.stderr)
             if report.bad_lines:
@@ -739,10 +785,9 @@ def _scan_command(args: argparse.Namespace) -> int:
                 lines = [json.dumps(report.to_dict())]
             elif args.summary:
                 lines = [format_summary(report)]
-                totals["text loops"] += len(_text_entries(report))
-                totals["tool runs"] += len(report.tool_runs)
-                totals["guard findings"] += len(report.guard_findings)
-                totals["after cancel"] += sum(calls for calls, _ in report.after_cancel.values())
+                for key, value in report.counts().items():
+                    if key in totals:
+                        totals[key] += value
             else:
                 lines = format_report(report, show_clean=args.all, max_findings=args.max_findings)
             if defer:
