@@ -7,6 +7,7 @@ import json
 import resource
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +246,157 @@ def test_a_file_larger_than_the_memory_limit_scans(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[0] == (
         f"{path} [dataset]: loops found: {loops} text loops, 0 tool runs, 0 guard findings"
     )
+
+
+# --------------------------------------------------------------------------- a bad first line
+
+
+@shared_data
+@pytest.mark.parametrize("source", ["bench/zeroeval_crux.jsonl", "claude-code/citation-check-229ca9.jsonl"])
+@pytest.mark.parametrize(
+    ("name", "bad", "message"),
+    [
+        ("a.jsonl", b"{oops", "invalid JSON: Expecting property name enclosed in double quotes (column 2)"),
+        ("a.jsonl", b"[1, 2]", "expected a JSON object on each line, got an array"),
+        ("a.jsonl", b'{"text": "caf\xe9"}', "not UTF-8 text (byte 0xe9)"),
+        ("a.jsonl", b'{"te\x00', "binary data (NUL byte), not a JSON object"),
+        ("a.log", b'ext": "the tail of a record whose head was cut"}', "invalid JSON: Expecting value (column 1)"),
+        (
+            "a.txt",
+            b'\xef\xbb\xbf{"id": 1, "te',
+            "invalid JSON: Invalid control character at (column 14)",  # the newline, after the BOM
+        ),
+    ],
+)
+def test_a_bad_first_line_is_reported_and_the_rest_streamed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, name: str, bad: bytes, message: str
+) -> None:
+    lines = (REAL / source).read_bytes().splitlines(keepends=True)
+    blank = tmp_path / ("blank-" + name)  # the file without its first line, line numbers unchanged
+    blank.write_bytes(b"\n" + b"".join(lines[1:]))
+    broken = tmp_path / name
+    broken.write_bytes(bad + b"\n" + b"".join(lines[1:]))
+    code, expected, err = scan_json(capsys, blank)
+    assert (code, err) == ((1, "") if source.startswith("bench") else (0, ""))
+    assert expected["format"] == ("dataset" if source.startswith("bench") else "claude-code")
+    assert expected["loops"] or expected["guard_findings"]  # something to compare
+    code, got, err = scan_json(capsys, broken)
+    assert code == 2
+    assert err == f"loopguard: error: {broken}:1: {message} (line skipped)\n"
+    assert got.pop("bad_lines") == [{"line": 1, "error": f"{broken}:1: {message}"}]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "kind"),
+    [
+        # plain text whose second line is a JSON object: still plain text
+        ("notes.txt", 'Notes from the run:\n{"role": "assistant", "content": "hi"}\n', "plain"),
+        # a JSON document written over several lines: still read whole
+        (
+            "calls.json",
+            json.dumps([{"tool": "ls", "args": {}, "result": "a"}], indent=None).replace("[", "[\n", 1),
+            "tool-calls",
+        ),
+        (
+            "calls2.json",
+            '[{"tool": "ls", "args": {}, "result": "a"},\n{"tool": "ls", "args": {}, "result": "a"}]\n',
+            "tool-calls",
+        ),
+        ("traj.json", '{"trajectory": [\n{"action": "ls", "observation": "a"}\n]}\n', "swe-agent"),
+    ],
+)
+def test_a_first_line_that_is_not_a_bad_json_lines_line_keeps_the_whole_file_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, kind: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    code, got, err = scan_json(capsys, path)
+    assert (code, err, got["format"]) == (0, "", kind)
+    assert "bad_lines" not in got
+
+
+# --------------------------------------------------------------------------- corrupt compressed data
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, mtime=0)  # a 10-byte header, then the deflate stream
+
+
+def _zstd(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor().compress(data)
+
+
+@shared_data
+@pytest.mark.parametrize(
+    ("name", "broken_tail", "message"),
+    [
+        # the second half, a gzip member of its own: cut after its header, or its first deflate
+        # byte made an invalid block type (0xff: BFINAL=1, BTYPE=11)
+        ("cut.jsonl.gz", lambda b: _gzip(b)[:10], "Compressed file ended before the end-of-stream marker was reached"),
+        (
+            "bad.jsonl.gz",
+            lambda b: _gzip(b)[:10] + b"\xff" + _gzip(b)[11:],
+            "Error -3 while decompressing data: invalid block type",
+        ),
+        # a zstd frame of its own: cut in its header, or its frame header overwritten
+        ("cut.jsonl.zst", lambda b: _zstd(b)[:6], "truncated zstd data: the last frame is incomplete"),
+        (
+            "bad.jsonl.zst",
+            lambda b: _zstd(b)[:4] + b"\xff" * 8 + _zstd(b)[12:],
+            "zstd decompressor error: Unsupported frame parameter",
+        ),
+    ],
+)
+def test_corrupt_compressed_data_partway_keeps_the_findings_before_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, broken_tail: Any, message: str
+) -> None:
+    lines = (REAL / "bench" / "zeroeval_crux.jsonl").read_bytes().splitlines(keepends=True)
+    half = len(lines) // 2
+    first, second = b"".join(lines[:half]), b"".join(lines[half:])
+    plain = tmp_path / "first-half.jsonl"
+    plain.write_bytes(first)
+    code, expected, err = scan_json(capsys, plain)
+    assert (code, err) == (1, "") and expected["loops"]
+    path = tmp_path / name
+    path.write_bytes((_gzip if name.endswith(".gz") else _zstd)(first) + broken_tail(second))
+    code, got, err = scan_json(capsys, path)
+    line = half + 1  # the first line of the broken part
+    kind = "gzip" if name.endswith(".gz") else "zstd"
+    error = f"{path}:{line}: corrupt {kind} data: {message}"
+    assert code == 2
+    assert err == f"loopguard: error: {error} (the rest of the file is unreadable)\n"
+    assert got.pop("stopped") == {"line": line, "error": error}
+    assert got == expected
+    code, out, _ = run(capsys, "scan", "--summary", path)
+    assert code == 2
+    assert out.splitlines()[0].endswith(f", corrupt data from line {line}")
+    assert out.splitlines()[-1] == "scanned 1 file: 1 with loops, 0 without, 0 unreadable, 1 cut short by corrupt data"
+
+
+@shared_data
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_a_compressed_log_cut_anywhere_scans_what_decompresses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    data = (REAL / "bench" / "zeroeval_crux.jsonl").read_bytes()
+    blob = _gzip(data) if kind == "gzip" else _zstd(data)
+    cut = blob[: len(blob) * 3 // 5]
+    # what a decompressor gives from the cut stream: its complete lines are scanned
+    decoded = (
+        zlib.decompressobj(31).decompress(cut)
+        if kind == "gzip"
+        else zstandard.ZstdDecompressor().decompressobj().decompress(cut)
+    )
+    complete = decoded[: decoded.rindex(b"\n") + 1]
+    plain = tmp_path / "complete.jsonl"
+    plain.write_bytes(complete)
+    _, expected, _ = scan_json(capsys, plain)
+    path = tmp_path / ("log.jsonl.gz" if kind == "gzip" else "log.jsonl.zst")
+    path.write_bytes(cut)
+    code, got, err = scan_json(capsys, path)
+    line = complete.count(b"\n") + 1
+    assert code == 2
+    assert err.startswith(f"loopguard: error: {path}:{line}: corrupt {kind} data: ")
+    assert got.pop("stopped")["line"] == line
+    assert got == expected

@@ -147,6 +147,9 @@ class FileReport:
         Lines skipped as unreadable (invalid JSON, not an object, not UTF-8,
         a record its reader rejects), each naming the file and line; the
         rest of the file was scanned.
+    stopped : InputError | None
+        Where corrupt or truncated compressed data ended the file early (the
+        1-based line it broke in); the findings are those of the lines before.
     after_cancel : dict[int, tuple[int, int]]
         Per cancel (its index in ``guard_findings``, the first cancel of its
         conversation): the conversation's calls after it and the guard
@@ -161,6 +164,7 @@ class FileReport:
     guard_findings: list[GuardFinding] = field(default_factory=list)
     error: InputError | None = None
     bad_lines: list[InputError] = field(default_factory=list)
+    stopped: InputError | None = None
     after_cancel: dict[int, tuple[int, int]] = field(default_factory=dict)
     counts_only: bool = False
     counted: dict[str, int] = field(default_factory=dict)
@@ -192,7 +196,9 @@ class FileReport:
         return {key: value + self.counted.get(key, 0) for key, value in out.items()}
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` object: ``path``, ``format``, ``loops``, ``tool_findings`` (+ ``error``, ``line``)."""
+        """The ``--json`` object: ``path``, ``format``, ``loops``, ``tool_findings``, ``guard_findings``
+        (+ ``error`` and ``line`` for an unreadable file; ``bad_lines``, ``stopped``, ``after_cancel``
+        when there are some)."""
         out: dict[str, Any] = {
             "path": self.path,
             "format": self.format,
@@ -205,6 +211,8 @@ class FileReport:
             out["line"] = self.error.line
         if self.bad_lines:
             out["bad_lines"] = [{"line": bad.line, "error": str(bad)} for bad in self.bad_lines]
+        if self.stopped is not None:
+            out["stopped"] = {"line": self.stopped.line, "error": str(self.stopped)}
         if self.after_cancel:
             out["after_cancel"] = [
                 {"finding": index, "calls": calls, "findings": findings}
@@ -295,7 +303,8 @@ def scan_file(
 
     JSON Lines files are read line by line (:class:`loopguard.logs.stream.LogStream`):
     a line that cannot be read is skipped and listed in ``bad_lines``, and the
-    rest of the file is scanned.
+    rest of the file is scanned; compressed data that breaks partway ends the
+    file (``stopped``), keeping the findings made before.
 
     Parameters
     ----------
@@ -325,6 +334,7 @@ def scan_file(
                 scan_conversation(conversation, config, report)
                 if on_progress is not None:
                     on_progress(stream.position(), stream.total)
+            report.stopped = stream.stopped
         return report
     except InputError as exc:
         return FileReport(path, None, error=exc)
@@ -502,6 +512,8 @@ def format_summary(report: FileReport) -> str:
     if report.bad_lines:
         n = len(report.bad_lines)
         counts.append(f"{n} bad line{'s' if n != 1 else ''} skipped")
+    if report.stopped is not None:
+        counts.append(f"corrupt data from line {report.stopped.line}")
     return f"{_show(report.path)} [{report.format}]: {_status(report)}: " + ", ".join(counts)
 
 
@@ -750,7 +762,7 @@ def _scan_command(args: argparse.Namespace) -> int:
     config = TextConfig(args.profile)
     targets = expand_paths(args.paths)
     status = 0
-    counts = {"loops": 0, "clean": 0, "unreadable": 0, "bad lines": 0}
+    counts = {"loops": 0, "clean": 0, "unreadable": 0, "bad lines": 0, "cut short": 0}
     totals = {"text loops": 0, "tool runs": 0, "guard findings": 0, "after cancel": 0}
     deferred: list[str] = []
     progress = _ScanProgress(len(targets), not args.no_progress)
@@ -772,6 +784,13 @@ def _scan_command(args: argparse.Namespace) -> int:
             if report.bad_lines:
                 status = 2
                 counts["bad lines"] += len(report.bad_lines)
+            if report.stopped is not None:
+                print(
+                    f"loopguard: error: {_show(str(report.stopped))} (the rest of the file is unreadable)",
+                    file=sys.stderr,
+                )
+                status = 2
+                counts["cut short"] += 1
             if report.error is not None:
                 print(f"loopguard: error: {_show(str(report.error))}", file=sys.stderr)
                 status = 2
@@ -817,11 +836,13 @@ def _scan_command(args: argparse.Namespace) -> int:
     if not args.json:
         n = len(targets)
         skipped = counts["bad lines"]
+        short = counts["cut short"]
         _write(
             [
                 f"scanned {n} file{'s' if n != 1 else ''}: {counts['loops']} with loops, "
                 f"{counts['clean']} without, {counts['unreadable']} unreadable"
                 + (f", {skipped} bad line{'s' if skipped != 1 else ''} skipped" if skipped else "")
+                + (f", {short} cut short by corrupt data" if short else "")
             ]
         )
     return status

@@ -61,6 +61,7 @@ class _ZstdReader(io.RawIOBase):
         self._buf = memoryview(b"")
         self._in_frame = False
         self._eof = False
+        self._error: zstandard.ZstdError | None = None
 
     def readable(self) -> bool:
         return True
@@ -74,6 +75,9 @@ class _ZstdReader(io.RawIOBase):
         return n
 
     def _fill(self) -> None:
+        if self._error is not None:  # met in the last chunk, after the data handed out before it
+            self._eof = True
+            raise self._error
         chunk = self._raw.read(_CHUNK)
         if not chunk:
             self._eof = True
@@ -81,15 +85,20 @@ class _ZstdReader(io.RawIOBase):
                 raise zstandard.ZstdError("truncated zstd data: the last frame is incomplete")
             return
         out = []
-        while chunk:
-            out.append(self._obj.decompress(chunk))
-            self._in_frame = True
-            if self._obj.eof:  # a frame ended; the rest of the chunk starts the next one
-                chunk = self._obj.unused_data
-                self._obj = self._dctx.decompressobj()
-                self._in_frame = False
-            else:
-                chunk = b""
+        try:
+            while chunk:
+                out.append(self._obj.decompress(chunk))
+                self._in_frame = True
+                if self._obj.eof:  # a frame ended; the rest of the chunk starts the next one
+                    chunk = self._obj.unused_data
+                    self._obj = self._dctx.decompressobj()
+                    self._in_frame = False
+                else:
+                    chunk = b""
+        except zstandard.ZstdError as exc:
+            if not out:
+                raise
+            self._error = exc  # the frames decoded before the bad one are read first
         self._buf = memoryview(b"".join(out))
 
     def close(self) -> None:

@@ -3,7 +3,13 @@
 :class:`LogStream` opens a file (or ``-``, standard input), decompressing
 gzip or zstd told by their magic bytes, and reads it one line at a time.
 When the first non-blank line is a JSON object (and not a SWE-agent
-trajectory), the file is JSON Lines and is read as a stream:
+trajectory), the file is JSON Lines and is read as a stream.  So it is when
+the first non-blank line is a bad one (not JSON, not an object, not UTF-8)
+and the next non-blank line is a JSON object: the first line is then
+reported and skipped like any other bad line -- unless it looks like plain
+text (it neither starts with ``{``/``[`` nor ends with ``}``, in a file not
+named ``.jsonl``/``.ndjson``) or opens a JSON document written over several
+lines (it ends with ``{``, ``[`` or ``,``).  In a JSON Lines file:
 
 * ``dataset`` and ``chat-records`` files hold one conversation per record,
   handed out as each record is read: memory is bounded by the largest record
@@ -15,10 +21,13 @@ trajectory), the file is JSON Lines and is read as a stream:
 * a line that is not valid JSON, not an object, not UTF-8, or a record the
   reader rejects is recorded in :attr:`LogStream.bad_lines` (an
   :class:`~loopguard.errors.InputError` naming file and line) and skipped;
-  the rest of the file is read.
+  the rest of the file is read;
+* compressed data found corrupt or truncated after the format is known ends
+  the file: the conversations read before it are handed out and
+  :attr:`LogStream.stopped` names the line it broke in.
 
 Anything else (plain text, a SWE-agent ``.traj``, a tool-call list, a JSON
-array, a file whose first line is not a JSON object) is read whole as
+array, any other file whose first line is not a JSON object) is read whole as
 :func:`loopguard.logs.read_log` reads it, with the same errors.
 """
 
@@ -26,7 +35,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
 import sys
 import zlib
@@ -46,6 +54,7 @@ from .sniff import (
     _CHUNK,
     _COMPRESSED_SUFFIXES,
     _GZIP_MAGIC,
+    _JSONL_SUFFIXES,
     _READ,
     _ZSTD_MAGIC,
     DATASET_FIELDS,
@@ -53,6 +62,7 @@ from .sniff import (
     _classify_record,
     _decode_line,
     _json_type,
+    _suffix,
     _ZstdReader,
     decode_text,
     sniff,
@@ -105,6 +115,10 @@ class LogStream:
         The format (known once the constructor returns).
     bad_lines : list[InputError]
         The lines skipped so far, each naming the file and its 1-based line.
+    stopped : InputError | None
+        Set when corrupt or truncated compressed data ended a JSON Lines file
+        early: it names the 1-based line the data broke in; the conversations
+        before it were handed out.
     total : int | None
         The file's size in bytes (compressed size for a compressed file);
         ``None`` for standard input.
@@ -114,14 +128,15 @@ class LogStream:
     InputError
         when the file cannot be opened, its compressed data is corrupt, or a
         file read whole cannot be read (see :func:`~loopguard.logs.read_log`).
-        Iterating :meth:`conversations` raises it too for corrupt compressed
-        data met later, and for an unrecognised JSON Lines file.
+        Iterating :meth:`conversations` raises it for an unrecognised JSON
+        Lines file (corrupt compressed data met later sets :attr:`stopped`).
     """
 
     def __init__(self, path: str, *, field: str | None = None) -> None:
         self.path = path
         self.field = field
         self.bad_lines: list[InputError] = []
+        self.stopped: InputError | None = None
         self.format = "empty"
         self.total: int | None = None
         self._line = 0
@@ -195,21 +210,23 @@ class LogStream:
         return data
 
     def _start(self) -> None:
-        """Read up to the first non-blank line and decide how the file is read."""
+        """Read up to the first JSON object line and decide how the file is read."""
         consumed: list[bytes] = []
-        while True:
-            data = self._next_line()
-            if not data:
-                break
-            consumed.append(data)
-            if data.strip():
-                break
-        head = consumed[-1] if consumed else b""
+        head = self._next_nonblank(consumed)
         self._head: tuple[int, dict[str, Any]] | None = None
-        record = self._head_record(head, first=len(consumed) == 1)
-        if record is not None:
+        record = self._parse(head, self._line, first=len(consumed) == 1) if head else None
+        if isinstance(record, dict) and not isinstance(record.get("trajectory"), list):
             self._head = (self._line, record)
-            self.format = "jsonl"  # told by the first classified record (_stream)
+        elif isinstance(record, InputError) and self._bad_first_line(head):
+            # a bad first line (a log whose head was cut, a corrupt record): when the next
+            # line is a JSON object, the file is JSON Lines and the first line is skipped
+            following = self._next_nonblank(consumed)
+            second = self._parse(following, self._line, first=False) if following else None
+            if isinstance(second, dict) and not isinstance(second.get("trajectory"), list):
+                self.bad_lines.append(record)
+                self._head = (self._line, second)
+        if self._head is not None:
+            self.format = "jsonl"  # told by the first classified record (_classify)
             self._records = self._parsed_records()
             self._pending: Records = []
             self._classify()
@@ -232,48 +249,62 @@ class LogStream:
         self.format = kind
         self._conversations = _whole(kind, payload, self.path, self.field)
 
-    @staticmethod
-    def _head_record(head: bytes, *, first: bool) -> dict[str, Any] | None:
-        if not head.strip() or b"\x00" in head:
-            return None
-        try:
-            line = head.decode("utf-8")
-            if first and line.startswith("\ufeff"):
-                line = line[1:]
-            value = json.loads(line)
-        except (ValueError, RecursionError):
-            return None
-        if not isinstance(value, dict) or isinstance(value.get("trajectory"), list):
-            return None
-        return value
+    def _next_nonblank(self, consumed: list[bytes]) -> bytes:
+        """The next non-blank line (``b""`` at the end), every line read appended to ``consumed``."""
+        while data := self._next_line():
+            consumed.append(data)
+            if data.strip():
+                return data
+        return b""
 
-    def _bad(self, message: str, line: int) -> None:
-        self.bad_lines.append(InputError(message, path=self.path, line=line))
+    def _bad_first_line(self, head: bytes) -> bool:
+        """Whether a first line that is not a JSON object may be a bad JSON Lines line: it starts
+        with ``{`` or ``[``, ends with ``}`` (the tail of a record), or the file is named
+        ``.jsonl``/``.ndjson``; and it does not open a JSON document written over several lines
+        (it does not end with ``{``, ``[`` or ``,``)."""
+        line = head.strip().removeprefix(b"\xef\xbb\xbf").strip()
+        if line.endswith((b"{", b"[", b",")):
+            return False
+        return line.startswith((b"{", b"[")) or line.endswith(b"}") or _suffix(self.path) in _JSONL_SUFFIXES
+
+    def _parse(self, data: bytes, number: int, *, first: bool) -> dict[str, Any] | InputError:
+        """One non-blank line as a JSON object, or the error that skips it."""
+        if b"\x00" in data:
+            return InputError("binary data (NUL byte), not a JSON object", path=self.path, line=number)
+        try:
+            line = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", path=self.path, line=number)
+        if first and line.startswith("\ufeff"):
+            line = line[1:]
+        try:
+            value = _decode_line(line, number, self.path)
+        except InputError as exc:
+            return exc
+        if not isinstance(value, dict):
+            return InputError(
+                f"expected a JSON object on each line, got {_json_type(value)}", path=self.path, line=number
+            )
+        return value
 
     def _parsed_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         assert self._head is not None
         yield self._head
-        while data := self._next_line():
+        while True:
+            try:
+                data = self._next_line()
+            except InputError as exc:  # corrupt compressed data: what was read before it stands
+                self.stopped = exc
+                return
+            if not data:
+                return
             if not data.strip():
                 continue
-            number = self._line
-            if b"\x00" in data:
-                self._bad("binary data (NUL byte), not a JSON object", number)
+            value = self._parse(data, self._line, first=False)
+            if isinstance(value, InputError):
+                self.bad_lines.append(value)
                 continue
-            try:
-                line = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                self._bad(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", number)
-                continue
-            try:
-                value = _decode_line(line, number, self.path)
-            except InputError as exc:
-                self.bad_lines.append(exc)
-                continue
-            if not isinstance(value, dict):
-                self._bad(f"expected a JSON object on each line, got {_json_type(value)}", number)
-                continue
-            yield number, value
+            yield self._line, value
 
     def _classify(self) -> None:
         """Read records until one tells the format (they are kept for the reader)."""
@@ -283,6 +314,8 @@ class LogStream:
             if kind is not None:
                 self.format = kind
                 return
+        if self.stopped is not None:
+            raise self.stopped
         wanted = f"a string field {self.field!r}" if self.field else "a string field " + "/".join(DATASET_FIELDS)
         raise InputError(
             "unknown JSON format: no record is a chat message (role), a chat record (messages), "
