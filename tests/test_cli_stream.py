@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import zstandard
 
+import loopguard
 from loopguard.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -400,3 +401,39 @@ def test_a_compressed_log_cut_anywhere_scans_what_decompresses(
     assert err.startswith(f"loopguard: error: {path}:{line}: corrupt {kind} data: ")
     assert got.pop("stopped")["line"] == line
     assert got == expected
+
+
+# --------------------------------------------------------------------------- one loop, one entry
+
+# a record of benchmarks/scan_scale.py's generated file (id 24669): 60 random words, then one
+# sentence 32 times; the lead ends in ". " as the sentence does, so the cycle starts 2 characters
+# before the first "Wait" (at 350), and near_cycle's first (weak) report 3 characters earlier still
+BENCH_LEAD = (
+    "boundary must empty means ends its loop the or boundary consider the checks checks must a and is "
+    "depends then before model the means neighbour is consider negative before and where be depends every "
+    "element is series against the the the boundary element be boundary early the input series terms first "
+    "negative the first the element the list series and. "
+)
+BENCH_SENTENCE = "Wait, let me recheck the sum of the first two terms. "
+
+
+def test_a_loop_reported_by_cycle_and_near_cycle_is_listed_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = BENCH_LEAD + BENCH_SENTENCE * 32
+    assert len(BENCH_LEAD) == 352 and len(text) == 2048
+    found = [(d.kind, d.strong, d.start, d.cut, d.position) for d in loopguard.scan_text(text, "reasoning")]
+    assert found == [
+        ("cycle", True, 350, 403, 1000),
+        ("near_cycle", False, 347, 400, 1000),  # "and. Wait" is near enough "rms. Wait"
+        ("near_cycle", True, 350, 403, 1200),  # confirms the episode, at the loop's start
+    ]
+    path = tmp_path / "bench.jsonl"
+    path.write_text(json.dumps({"id": 24669, "text": text}) + "\n", encoding="utf-8")
+    code, out, err = run(capsys, "scan", path)
+    assert (code, err) == (1, "")
+    assert [line for line in out.splitlines() if "LOOP" in line] == [
+        "  LOOP    line 1, id 24669 · reasoning · cycle + near_cycle · position 1000 · start 350 · cut 403"
+    ]
+    code, out, err = run(capsys, "scan", "--summary", path)
+    assert out.splitlines()[0] == f"{path} [dataset]: loops found: 1 text loop, 0 tool runs, 0 guard findings"

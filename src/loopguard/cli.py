@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -538,16 +539,22 @@ def _entries(report: FileReport) -> list[list[str]]:
 def _text_entries(report: FileReport) -> list[list[str]]:
     entries: list[list[str]] = []
     # a strong near_cycle report confirms the weak report of its episode (the one before it):
-    # the episode is listed once, at its first report, as a loop
+    # the episode is listed once, in the place of its first report, as a loop, and
+    # at the confirming report's start and cut when another detector reports the loop there (a
+    # near_cycle's first, weak report may start a few characters earlier than the loop does: listed
+    # at its own start and cut, the loop would be listed twice)
     loops: list[TextFinding] = []
     strong: list[bool] = []
     last: dict[tuple[str, str, str], int] = {}  # (kind, channel, where) -> its latest entry in loops
+    spans = Counter((repr(f.where), f.detection.channel, f.detection.start, f.detection.cut) for f in report.loops)
     for finding in report.loops:
         d = finding.detection
         episode = (d.kind, d.channel, repr(finding.where))
         first = last.get(episode)
         if d.kind == "near_cycle" and d.strong and first is not None and not loops[first].detection.strong:
             strong[first] = True
+            if spans[(repr(finding.where), d.channel, d.start, d.cut)] > 1:
+                loops[first] = finding
             continue
         last[episode] = len(loops)
         loops.append(finding)
