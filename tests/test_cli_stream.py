@@ -15,7 +15,10 @@ import pytest
 import zstandard
 
 import loopguard
-from loopguard.cli import main
+from loopguard.cli import main, scan_file, scan_log
+from loopguard.config import TextConfig
+from loopguard.errors import InputError
+from loopguard.logs import read_log
 
 ROOT = Path(__file__).resolve().parents[1]
 from conftest import DATA, shared_data  # noqa: E402
@@ -227,10 +230,58 @@ def write_big_dataset(path: Path, size: int, *, loop_every: int = 1000) -> int:
     return loops
 
 
-def test_a_file_larger_than_the_memory_limit_scans(tmp_path: Path) -> None:
+def write_big_claude_code(path: Path, size: int, *, loop_every: int = 1000) -> int:
+    """A Claude Code session log of about ``size`` bytes: user lines of 2 KiB (not scanned, but
+    kept by main's reader to the end of the file) and every ``loop_every``-th line an assistant
+    message (an id of its own) with a looping text.  Returns the looping messages."""
+    filler = json.dumps({"type": "user", "message": {"role": "user", "content": "x" * 2000}}) + "\n"
+    loops = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "system", "subtype": "init", "session_id": "s"}) + "\n")
+        i = 1
+        written = 0
+        while written < size:
+            if i % loop_every == 0:
+                content = [{"type": "text", "text": LOOPING}]
+                line = json.dumps({"type": "assistant", "message": {"id": f"msg_{i}", "content": content}}) + "\n"
+                loops += 1
+            else:
+                line = filler
+            fh.write(line)
+            written += len(line)
+            i += 1
+    return loops
+
+
+def write_big_chat(path: Path, size: int, *, loop_every: int = 1000) -> int:
+    """A chat log (one message per line) of about ``size`` bytes: user messages of 2 KiB and every
+    ``loop_every``-th line an assistant message with a looping text.  Returns the looping messages."""
+    filler = json.dumps({"role": "user", "content": "x" * 2000}) + "\n"
+    loops = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"role": "system", "content": "You are a helpful assistant."}) + "\n")
+        i = 1
+        written = 0
+        while written < size:
+            if i % loop_every == 0:
+                line = json.dumps({"role": "assistant", "content": LOOPING}) + "\n"
+                loops += 1
+            else:
+                line = filler
+            fh.write(line)
+            written += len(line)
+            i += 1
+    return loops
+
+
+@pytest.mark.parametrize(
+    ("kind", "write"),
+    [("dataset", write_big_dataset), ("claude-code", write_big_claude_code), ("chat", write_big_chat)],
+)
+def test_a_file_larger_than_the_memory_limit_scans(tmp_path: Path, kind: str, write: Any) -> None:
     limit = 192 << 20  # address space: the interpreter and loopguard need about 110 MiB of it
     path = tmp_path / "big.jsonl"
-    loops = write_big_dataset(path, 240 << 20)
+    loops = write(path, 240 << 20)
     assert path.stat().st_size > limit
 
     def limited() -> None:
@@ -245,8 +296,96 @@ def test_a_file_larger_than_the_memory_limit_scans(tmp_path: Path) -> None:
     )
     assert (done.returncode, done.stderr) == (1, "")
     assert done.stdout.splitlines()[0] == (
-        f"{path} [dataset]: loops found: {loops} text loops, 0 tool runs, 0 guard findings"
+        f"{path} [{kind}]: loops found: {loops} text loops, 0 tool runs, 0 guard findings"
     )
+
+
+# --------------------------------------------------------------------------- streamed = read whole
+
+
+def _real_files() -> list[Any]:
+    files = sorted(p for p in REAL.rglob("*") if p.is_file() and p.suffix not in (".md", "") and p.name != "LICENSE")
+    # the two biggest (a 19 MiB dataset, a 12 MiB gzip that is no scan format) take 12 s each
+    return [pytest.param(p, marks=[pytest.mark.slow] if p.stat().st_size > (4 << 20) else [], id=p.name) for p in files]
+
+
+def _whole(path: Path) -> dict[str, Any]:
+    """main's reading: the whole file parsed (read_log), then scanned conversation by conversation."""
+    try:
+        return scan_log(read_log(path), TextConfig()).to_dict()
+    except InputError as exc:
+        return {"error": str(exc)}
+
+
+def _streamed(path: Path) -> dict[str, Any]:
+    report = scan_file(str(path), TextConfig())
+    return {"error": str(report.error)} if report.error is not None else report.to_dict()
+
+
+@shared_data
+@pytest.mark.parametrize("path", _real_files() if REAL.is_dir() else [])
+def test_streamed_findings_are_those_of_the_whole_file(path: Path) -> None:
+    assert _streamed(path) == _whole(path)
+
+
+def claude_code_with_sub_agents(path: Path) -> None:
+    """A Claude Code log whose two sub-agents write between the main agent's lines, with repeated
+    calls (runs, guard findings, a cancel), a looping text, blocks of one message on several lines
+    and a call answered by an error."""
+    lines: list[dict[str, Any]] = [{"type": "system", "subtype": "init", "session_id": "s"}]
+
+    def assistant(mid: str, blocks: list[dict[str, Any]], parent: str | None = None) -> None:
+        lines.append({"type": "assistant", "parent_tool_use_id": parent, "message": {"id": mid, "content": blocks}})
+
+    def result(call_id: str, content: Any, error: bool = False) -> None:
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": error}
+        lines.append({"type": "user", "message": {"role": "user", "content": [block]}})
+
+    assistant("m0", [{"type": "thinking", "thinking": LOOPING}])
+    assistant("m0", [{"type": "tool_use", "id": "task1", "name": "Task", "input": {"prompt": "a"}}])
+    assistant("m0", [{"type": "tool_use", "id": "task2", "name": "Task", "input": {"prompt": "b"}}])
+    for i in range(12):
+        for parent in ("task1", "task2"):
+            call = f"{parent}-{i}"
+            assistant(f"{parent}-m{i}", [{"type": "text", "text": f"step {i}"}], parent)
+            assistant(f"{parent}-m{i}", [{"type": "tool_use", "id": call, "name": "ls", "input": {"p": "."}}], parent)
+            result(call, "a.txt" if parent == "task1" else f"{i} files", error=i == 3)
+    result("task1", "done")
+    result("task2", "done")
+    for i in range(8):
+        assistant(f"m{i + 1}", [{"type": "tool_use", "id": f"g{i}", "name": "grep", "input": {"q": "x"}}])
+        result(f"g{i}", [{"type": "text", "text": "no match"}])
+    assistant("m9", [{"type": "text", "text": LOOPING}])
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def chat_with_tool_calls(path: Path) -> None:
+    """A chat log (one message per line): repeated calls answered by tool messages, a legacy
+    function call, a looping reasoning, a call never answered."""
+    lines: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": "go"}]
+    for i in range(9):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": '{"f": "a"}'}}
+        lines.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        if i != 4:
+            lines.append({"role": "tool", "tool_call_id": f"c{i}", "content": "same"})
+    lines.append({"role": "assistant", "content": "", "function_call": {"name": "old", "arguments": "{}"}})
+    lines.append({"role": "function", "name": "old", "content": "ok"})
+    lines.append({"role": "assistant", "content": "Answer.", "reasoning_content": LOOPING})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("write", "kind"), [(claude_code_with_sub_agents, "claude-code"), (chat_with_tool_calls, "chat")]
+)
+def test_streamed_findings_are_those_of_the_whole_file_with_sub_agents_and_tool_calls(
+    tmp_path: Path, write: Any, kind: str
+) -> None:
+    path = tmp_path / "log.jsonl"
+    write(path)
+    got = _streamed(path)
+    assert got["format"] == kind
+    assert got["loops"] and got["tool_findings"] and got["guard_findings"]  # something to compare
+    assert got == _whole(path)
 
 
 # --------------------------------------------------------------------------- a bad first line

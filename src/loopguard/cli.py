@@ -33,7 +33,15 @@ from .logs.stream import LogStream
 from .redact import redact_excerpt, redact_secrets
 from .terminal import printable, shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
-from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
+from .toolruns import (
+    DEFAULT_MAX_REPEATS,
+    ConversationGuard,
+    GuardFinding,
+    RunFinder,
+    ToolRun,
+    find_runs,
+    guard_conversation,
+)
 
 if TYPE_CHECKING:
     from .evaluate import Case
@@ -331,10 +339,13 @@ def scan_file(
         with LogStream(path, field=field) as stream:
             report.format = stream.format
             report.bad_lines = stream.bad_lines
-            for conversation in stream.conversations():
-                scan_conversation(conversation, config, report)
-                if on_progress is not None:
-                    on_progress(stream.position(), stream.total)
+            if stream.streams_messages:
+                _scan_messages(stream, config, report, on_progress)
+            else:
+                for conversation in stream.conversations():
+                    scan_conversation(conversation, config, report)
+                    if on_progress is not None:
+                        on_progress(stream.position(), stream.total)
             report.stopped = stream.stopped
         return report
     except InputError as exc:
@@ -346,6 +357,82 @@ def scan_file(
         return FileReport(
             path, None, error=InputError(f"cannot read this log ({type(exc).__name__}); please report it", path=path)
         )
+
+
+def _scan_messages(
+    stream: LogStream,
+    config: TextConfig,
+    report: FileReport,
+    on_progress: Callable[[int, int | None], None] | None,
+) -> None:
+    """Scan a chat or Claude Code file message by message (:meth:`LogStream.messages`): each
+    message is scanned as soon as it ends, so memory is the findings, not the file.  The
+    findings are added conversation by conversation, main agent first, as :func:`scan_log` adds
+    them."""
+    scans: dict[Any, _ConversationScan] = {}
+    for group, message in stream.messages():
+        scan = scans.get(group)
+        if scan is None:
+            scan = scans[group] = _ConversationScan(config)
+        scan.add(message)
+        if on_progress is not None:
+            on_progress(stream.position(), stream.total)
+    for group in stream.groups:
+        one = scans[group].finish() if group in scans else FileReport(report.path, report.format)
+        _merge(report, one)
+
+
+class _ConversationScan:
+    """One conversation scanned a message at a time: what :func:`scan_conversation` finds."""
+
+    def __init__(self, config: TextConfig) -> None:
+        self.config = config
+        self.report = FileReport("", None)
+        self.runs = RunFinder()
+        self.guard = ConversationGuard()
+        self.cancel: tuple[int, int] | None = None  # (its index in guard_findings, its call)
+        self.after = 0  # guard findings after the cancel (not kept)
+
+    def add(self, message: Message) -> None:
+        report = self.report
+        report.loops += scan_message(message, self.config)
+        for call in message.tool_calls:
+            run = self.runs.add(call)
+            if run is not None:
+                report.tool_runs.append(run)
+        for finding in self.guard.message(message):
+            if self.cancel is not None:
+                self.after += 1
+                continue
+            report.guard_findings.append(finding)
+            if finding.action == "cancel":
+                self.cancel = (len(report.guard_findings) - 1, finding.call)
+
+    def finish(self) -> FileReport:
+        report = self.report
+        run = self.runs.finish()
+        if run is not None:
+            report.tool_runs.append(run)
+        if self.cancel is not None:
+            index, call = self.cancel
+            report.after_cancel[index] = (self.runs.calls - call - 1, self.after)
+        return report
+
+
+def _merge(report: FileReport, one: FileReport) -> None:
+    """Add one conversation's findings to ``report`` (only their counts with ``counts_only``)."""
+    if report.counts_only:
+        for key, value in one.counts().items():
+            report.counted[key] = report.counted.get(key, 0) + value
+        if one.has_loop:
+            report.counted["loop"] = 1
+        return
+    offset = len(report.guard_findings)
+    report.loops += one.loops
+    report.tool_runs += one.tool_runs
+    report.guard_findings += one.guard_findings
+    for index, after in one.after_cancel.items():
+        report.after_cancel[offset + index] = after
 
 
 def scan_conversation(conversation: Conversation, config: TextConfig, report: FileReport) -> None:

@@ -15,9 +15,10 @@ lines (it ends with ``{``, ``[`` or ``,``).  In a JSON Lines file:
   handed out as each record is read: memory is bounded by the largest record
   (plus the findings), not by the file;
 * ``chat`` (one message per line) and ``claude-code`` files are one
-  conversation (or one per sub-agent) whose tool calls are matched to
-  results found later in the file: their records are parsed line by line and
-  only the ones the reader uses are kept (assistant and tool/user lines);
+  conversation (or one per sub-agent) read message by message
+  (:meth:`LogStream.messages`): each assistant message is handed out when it
+  ends (at the next assistant message of its conversation), with the tool
+  results read by then, so memory is the open message, not the file;
 * a line that is not valid JSON, not an object, not UTF-8, or a record the
   reader rejects is recorded in :attr:`LogStream.bad_lines` (an
   :class:`~loopguard.errors.InputError` naming file and line) and skipped;
@@ -39,17 +40,18 @@ import os
 import sys
 import zlib
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 import zstandard
 
 from ..errors import InputError
-from .chat import read_chat, read_chat_records
-from .claude_code import read_claude_code
+from .chat import ChatStream, read_chat, read_chat_records
+from .claude_code import ClaudeCodeStream, read_claude_code
 from .dataset import read_dataset
 from .plain import read_plain
-from .session import Conversation
+from .session import Conversation, Message
 from .sniff import (
     _CHUNK,
     _COMPRESSED_SUFFIXES,
@@ -137,6 +139,7 @@ class LogStream:
         self.field = field
         self.bad_lines: list[InputError] = []
         self.stopped: InputError | None = None
+        self.groups: list[Any] = []
         self.format = "empty"
         self.total: int | None = None
         self._line = 0
@@ -334,13 +337,62 @@ class LogStream:
         if self.format in ("dataset", "chat-records"):
             yield from self._per_record()
             return
-        records: Records = list(self._pending)
+        groups: dict[Any, list[Message]] = {}
+        for group, message in self.messages():
+            groups.setdefault(group, []).append(message)
+        for group in self.groups:
+            where = {} if group is None else {"parent_tool_use_id": group}
+            yield Conversation(where, groups.get(group, []))
+
+    @property
+    def streams_messages(self) -> bool:
+        """Whether the file is one conversation (or one per sub-agent) read message by message
+        (:meth:`messages`): a ``chat`` or ``claude-code`` JSON Lines file."""
+        return self._head is not None and self.format in ("chat", "claude-code")
+
+    def messages(self) -> Iterator[tuple[Any, Message]]:
+        """A ``chat`` or ``claude-code`` file's assistant messages, each as soon as it ends.
+
+        Yields ``(group, message)``: ``group`` is ``None`` for the main
+        conversation, else a Claude Code sub-agent's ``parent_tool_use_id``.
+        Messages of one group come in order; :attr:`groups` lists the groups
+        in the order :func:`~loopguard.logs.read_log` gives their
+        conversations (main first, then by first appearance).  See
+        :class:`~loopguard.logs.chat.ChatStream` and
+        :class:`~loopguard.logs.claude_code.ClaudeCodeStream` for when a
+        message ends; a malformed record is a bad line, skipped.  Memory is
+        the open message of each group, not the file.
+
+        Raises
+        ------
+        ValueError
+            when the file is not ``chat`` or ``claude-code`` JSON Lines
+            (:attr:`streams_messages` is false).
+        """
+        if not self.streams_messages:
+            raise ValueError(f"not a chat or Claude Code JSON Lines file: {self.format}")
+        reader: ChatStream | ClaudeCodeStream
         if self.format == "chat":
-            records += ((n, r) for n, r in self._records if isinstance(r.get("role"), str))
-            yield from read_chat(records, self.path)
+            reader = ChatStream(self.path)
+            self.groups = [None]
         else:
-            records += ((n, r) for n, r in self._records if r.get("type") in ("assistant", "user"))
-            yield from read_claude_code(records, self.path)
+            reader = ClaudeCodeStream(self.path)
+        pending, self._pending = self._pending, []
+        for line, record in chain(pending, self._records):
+            try:
+                ended = reader.add(line, record)
+            except InputError as exc:
+                self.bad_lines.append(exc)
+                continue
+            if isinstance(reader, ChatStream):
+                yield from ((None, message) for message in ended)  # type: ignore[misc]
+            else:
+                yield from ended  # type: ignore[misc]
+        if isinstance(reader, ClaudeCodeStream):
+            self.groups = sorted(reader.groups, key=lambda group: group is not None)  # stable
+            yield from reader.finish()
+        else:
+            yield from ((None, message) for message in reader.finish())
 
     def _per_record(self) -> Iterator[Conversation]:
         name = self.field
