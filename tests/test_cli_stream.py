@@ -15,10 +15,11 @@ import pytest
 import zstandard
 
 import loopguard
-from loopguard.cli import main, scan_file, scan_log
+from loopguard.cli import FindingSpool, format_report, main, scan_file, scan_log
 from loopguard.config import TextConfig
 from loopguard.errors import InputError
 from loopguard.logs import read_log
+from loopguard.terminal import printable
 
 ROOT = Path(__file__).resolve().parents[1]
 from conftest import DATA, shared_data  # noqa: E402
@@ -576,3 +577,66 @@ def test_a_loop_reported_by_cycle_and_near_cycle_is_listed_once(
     ]
     code, out, err = run(capsys, "scan", "--summary", path)
     assert out.splitlines()[0] == f"{path} [dataset]: loops found: 1 text loop, 0 tool runs, 0 guard findings"
+
+
+# --------------------------------------------------------------------------- output spooled
+
+
+def _outputs(tmp_path: Path) -> list[Path]:
+    calls = twelve_identical_calls(tmp_path)
+    claude = tmp_path / "claude.jsonl"
+    claude_code_with_sub_agents(claude)
+    chat = tmp_path / "chat.jsonl"
+    chat_with_tool_calls(chat)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": 1, "text": "' + LOOPING + '"}\n{oops\n{"id": 2, "text": "fine"}\n', encoding="utf-8")
+    files = [calls, claude, chat, broken, EXAMPLE]
+    if REAL.is_dir():
+        files += [REAL / "bench" / "zeroeval_crux.jsonl", REAL / "swe-agent" / "eps.traj"]
+        files += sorted((REAL / "claude-code").glob("*.jsonl"))
+    return files
+
+
+@pytest.mark.parametrize("options", [[], ["--all"], ["--max-findings", "3"], ["--max-findings", "0"], ["--json"]])
+def test_spooled_output_is_the_output_of_the_findings_in_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
+) -> None:
+    """The command writes each conversation's findings to a spool (disk) as it ends; what it prints
+    is what format_report / FileReport.to_dict give for the findings kept in memory."""
+    listed = 0
+    for path in _outputs(tmp_path):
+        report = scan_file(str(path), TextConfig())
+        listed += bool(report.loops or report.tool_runs or report.guard_findings)
+        code, out, _ = run(capsys, "scan", *options, path)
+        if options == ["--json"]:
+            assert out == printable(json.dumps(report.to_dict())) + "\n"
+            continue
+        show_clean = options == ["--all"]
+        limit = int(options[1]) if options[:1] == ["--max-findings"] else None
+        expected = [printable(line) for line in format_report(report, show_clean=show_clean, max_findings=limit)]
+        assert out.splitlines()[:-1] == expected
+        assert out.splitlines()[-1].startswith("scanned 1 file: ")
+    assert listed >= 5  # files with findings to compare
+
+
+def test_a_spooled_report_keeps_counts_not_findings(tmp_path: Path) -> None:
+    path = twelve_identical_calls(tmp_path)
+    in_memory = scan_file(str(path), TextConfig())
+    sink = FindingSpool(json_output=False)
+    try:
+        spooled = scan_file(str(path), TextConfig(), sink=sink)
+        assert (spooled.loops, spooled.tool_runs, spooled.guard_findings, spooled.after_cancel) == ([], [], [], {})
+        assert (
+            spooled.counts()
+            == in_memory.counts()
+            == {
+                "text loops": 0,
+                "tool runs": 1,
+                "guard findings": 5,
+                "after cancel": 6,
+                "text findings": 0,
+            }
+        )
+        assert spooled.has_loop and list(sink.human_lines(spooled)) == format_report(in_memory)
+    finally:
+        sink.close()

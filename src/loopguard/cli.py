@@ -18,8 +18,9 @@ import dataclasses
 import json
 import os
 import sys
+import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from .evaluate import Case
     from .evaluate_records import RecordSet
 
-__all__ = ["FileReport", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
+__all__ = ["FileReport", "FindingSpool", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
 
 EXCERPT_CHARS = 80
 
@@ -164,6 +165,14 @@ class FileReport:
         conversation): the conversation's calls after it and the guard
         findings about them, which are not kept (the session was already
         cancelled; a log that went on shows one finding per call).
+    counts_only : bool
+        Keep only the counts of the findings (``--summary``), in ``counted``.
+    counted : dict[str, int]
+        The counts of the findings not kept (see :meth:`counts`), and ``"loop"``: 1
+        when one of them is a loop.
+    sink : FindingSpool | None
+        Where the findings went instead of the lists above (the normal output and
+        ``--json`` of ``loopguard scan``); the report keeps their counts.
     """
 
     path: str
@@ -177,6 +186,7 @@ class FileReport:
     after_cancel: dict[int, tuple[int, int]] = field(default_factory=dict)
     counts_only: bool = False
     counted: dict[str, int] = field(default_factory=dict)
+    sink: FindingSpool | None = None
 
     @property
     def has_loop(self) -> bool:
@@ -193,8 +203,8 @@ class FileReport:
     def counts(self) -> dict[str, int]:
         """The ``--summary`` counts: ``text loops`` (as listed), ``tool runs``, ``guard findings``,
         ``after cancel`` (calls after a cancel) and ``text findings`` (detections); with
-        ``counts_only`` (set by :func:`scan_file` for ``--summary``) the findings themselves
-        are not kept, only these counts."""
+        ``counts_only`` (set by :func:`scan_file` for ``--summary``) or a ``sink`` the findings
+        themselves are not kept in the report, only these counts."""
         out = {
             "text loops": len(_text_entries(self)),
             "tool runs": len(self.tool_runs),
@@ -307,6 +317,7 @@ def scan_file(
     field: str | None = None,
     on_progress: Callable[[int, int | None], None] | None = None,
     counts_only: bool = False,
+    sink: FindingSpool | None = None,
 ) -> FileReport:
     """Read and scan one file as a stream; an unreadable file gives a report with ``error`` set.
 
@@ -328,13 +339,16 @@ def scan_file(
         file's size (``None`` for standard input).
     counts_only : bool
         Keep only the counts of the findings (``--summary``; see :meth:`FileReport.counts`).
+    sink : FindingSpool | None
+        Hand each conversation's findings to this spool (on disk) as soon as
+        the conversation is scanned; the report keeps only their counts.
 
     Returns
     -------
     FileReport
         The findings, or the error (with the findings made before it).
     """
-    report = FileReport(path, None, counts_only=counts_only)
+    report = FileReport(path, None, counts_only=counts_only, sink=sink)
     try:
         with LogStream(path, field=field) as stream:
             report.format = stream.format
@@ -420,12 +434,10 @@ class _ConversationScan:
 
 
 def _merge(report: FileReport, one: FileReport) -> None:
-    """Add one conversation's findings to ``report`` (only their counts with ``counts_only``)."""
-    if report.counts_only:
-        for key, value in one.counts().items():
-            report.counted[key] = report.counted.get(key, 0) + value
-        if one.has_loop:
-            report.counted["loop"] = 1
+    """Add one conversation's findings to ``report`` (only their counts with ``counts_only``
+    or a ``sink``, which gets the findings)."""
+    if report.counts_only or report.sink is not None:
+        _absorb(report, one)
         return
     offset = len(report.guard_findings)
     report.loops += one.loops
@@ -435,16 +447,139 @@ def _merge(report: FileReport, one: FileReport) -> None:
         report.after_cancel[offset + index] = after
 
 
+def _absorb(report: FileReport, one: FileReport) -> None:
+    """Count one conversation's findings in ``report`` and give them to its sink, if any."""
+    for key, value in one.counts().items():
+        report.counted[key] = report.counted.get(key, 0) + value
+    if one.has_loop:
+        report.counted["loop"] = 1
+    if report.sink is not None:
+        report.sink.add(one)
+
+
+class _Spool:
+    """Lines of text kept in a temporary file (in memory up to 1 MiB), not in a list."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+", encoding="utf-8", newline="\n")
+        self.count = 0
+
+    def add(self, line: str) -> None:
+        self._file.write(line + "\n")  # callers give one line: JSON or made printable, no newline
+        self.count += 1
+
+    def lines(self) -> Iterator[str]:
+        self._file.seek(0)
+        for line in self._file:
+            yield line[:-1]
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class FindingSpool:
+    """One file's findings written out conversation by conversation (to temporary files, not
+    memory), then read back in the order the output lists them.
+
+    The normal output and ``--json`` group a file's findings by kind (text loops, tool runs,
+    guard findings) and start with the file's status, which is known only at its end, so the
+    findings are not printed as each conversation ends; memory is bounded by the largest
+    conversation's findings instead of the file's.
+
+    Parameters
+    ----------
+    json_output : bool
+        Spool the ``--json`` objects (else the human-readable entries).
+    """
+
+    def __init__(self, *, json_output: bool) -> None:
+        self.json_output = json_output
+        self._kinds = (_Spool(), _Spool(), _Spool())  # text loops, tool runs, guard findings
+        self._after = _Spool()  # --json: after_cancel entries
+        self._guards = 0  # guard findings so far (after_cancel's indices)
+
+    def add(self, one: FileReport) -> None:
+        """Spool one conversation's findings (``one`` as :func:`scan_conversation` fills it)."""
+        text, runs, guards = self._kinds
+        if self.json_output:
+            for loop in one.loops:
+                text.add(json.dumps(loop.to_dict()))
+            for run in one.tool_runs:
+                runs.add(json.dumps(run.to_dict()))
+            for finding in one.guard_findings:
+                guards.add(json.dumps(finding.to_dict()))
+            for index, (calls, findings) in one.after_cancel.items():
+                item = {"finding": self._guards + index, "calls": calls, "findings": findings}
+                self._after.add(json.dumps(item))
+            self._guards += len(one.guard_findings)
+            return
+        for entry in _text_entries(one):
+            text.add(json.dumps(entry))
+        for run in one.tool_runs:
+            runs.add(json.dumps([_run_line(run)]))
+        for entry in _guard_entries(one):
+            guards.add(json.dumps(entry))
+
+    def human_lines(
+        self, report: FileReport, *, show_clean: bool = False, max_findings: int | None = None
+    ) -> Iterator[str]:
+        """The lines :func:`format_report` gives for the file, read back from the spool."""
+        if report.error is not None:
+            return
+        status = _status(report)
+        if status == "clean":
+            if show_clean:
+                yield f"{_show(report.path)} [{report.format}]: clean"
+            return
+        yield f"{_show(report.path)} [{report.format}]: {status}"
+        total = sum(spool.count for spool in self._kinds)
+        left = max_findings if max_findings is not None else total
+        for spool in self._kinds:
+            for entry in spool.lines():
+                if left <= 0:
+                    break
+                left -= 1
+                yield from json.loads(entry)
+        shown = total if max_findings is None else min(total, max_findings)
+        if total > shown:
+            n = total - shown
+            yield f"  … {n} more finding{'s' if n != 1 else ''} not shown (--max-findings {max_findings})"
+
+    def json_text(self, report: FileReport) -> Iterator[str]:
+        """The ``--json`` line for the file (:meth:`FileReport.to_dict` as ``json.dumps`` writes it),
+        in pieces."""
+        yield json.dumps({"path": report.path, "format": report.format})[:-1]
+        for key, spool in zip(("loops", "tool_findings", "guard_findings"), self._kinds):
+            yield f", {json.dumps(key)}: ["
+            for i, item in enumerate(spool.lines()):
+                yield (", " if i else "") + item
+            yield "]"
+        tail = report.to_dict()
+        for key in ("path", "format", "loops", "tool_findings", "guard_findings", "after_cancel"):
+            tail.pop(key, None)
+        for key, value in tail.items():
+            yield f", {json.dumps(key)}: {json.dumps(value)}"
+        if self._after.count:
+            yield ', "after_cancel": ['
+            for i, item in enumerate(self._after.lines()):
+                yield (", " if i else "") + item
+            yield "]"
+        yield "}"
+
+    def close(self) -> None:
+        """Remove the temporary files."""
+        for spool in (*self._kinds, self._after):
+            spool.close()
+
+
 def scan_conversation(conversation: Conversation, config: TextConfig, report: FileReport) -> None:
     """Add one conversation's findings to ``report`` (see :func:`scan_log`); with
-    ``report.counts_only``, only their counts (memory stays flat however many there are)."""
-    if report.counts_only:
+    ``report.counts_only``, only their counts (memory stays flat however many there are); with
+    ``report.sink``, the counts, and the findings go to the sink."""
+    if report.counts_only or report.sink is not None:
         one = FileReport(report.path, report.format)
         scan_conversation(conversation, config, one)
-        for key, value in one.counts().items():
-            report.counted[key] = report.counted.get(key, 0) + value
-        if one.has_loop:
-            report.counted["loop"] = 1
+        _absorb(report, one)
         return
     for message in conversation.messages:
         report.loops += scan_message(message, config)
@@ -609,6 +744,11 @@ def _entries(report: FileReport) -> list[list[str]]:
     """The findings as listed: text loops, tool runs, guard decisions (with the after-cancel line)."""
     entries = _text_entries(report)
     entries += [[_run_line(run)] for run in report.tool_runs]
+    return entries + _guard_entries(report)
+
+
+def _guard_entries(report: FileReport) -> list[list[str]]:
+    entries = []
     for index, finding in enumerate(report.guard_findings):
         entries.append([_guard_line(finding)])
         if index in report.after_cancel:
@@ -863,6 +1003,7 @@ def _scan_command(args: argparse.Namespace) -> int:
     defer = progress.active and sys.stdout.isatty()  # keep the bar from tearing terminal output
     try:
         for path, error in targets:
+            sink = None if args.summary and not args.json else FindingSpool(json_output=args.json)
             if error:
                 report = FileReport(path, None, error=error)
             else:
@@ -872,6 +1013,7 @@ def _scan_command(args: argparse.Namespace) -> int:
                     field=args.field,
                     on_progress=progress.on_bytes(path),
                     counts_only=args.summary and not args.json,
+                    sink=sink,
                 )
             for bad in report.bad_lines:
                 print(f"loopguard: error: {_show(str(bad))} (line skipped)", file=sys.stderr)
@@ -894,7 +1036,16 @@ def _scan_command(args: argparse.Namespace) -> int:
                 counts["loops"] += 1
             else:
                 counts["clean"] += 1
-            if args.json:
+            lines: Iterable[str]
+            if report.sink is not None and args.json:
+                if defer:
+                    lines = ["".join(report.sink.json_text(report))]
+                else:  # written piece by piece: the line is never whole in memory
+                    _write_pieces(report.sink.json_text(report))
+                    lines = []
+            elif report.sink is not None:
+                lines = report.sink.human_lines(report, show_clean=args.all, max_findings=args.max_findings)
+            elif args.json:
                 lines = [json.dumps(report.to_dict())]
             elif args.summary:
                 lines = [format_summary(report)]
@@ -907,6 +1058,8 @@ def _scan_command(args: argparse.Namespace) -> int:
                 deferred += lines
             else:
                 _write(lines)
+            if sink is not None:
+                sink.close()
             progress.file_done()
     finally:
         progress.stop()
@@ -1131,7 +1284,15 @@ def _eval_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(lines: list[str]) -> None:
+def _write_pieces(pieces: Iterable[str]) -> None:
+    """Print one line given in pieces, each made safe (:func:`loopguard.terminal.printable`)."""
+    for piece in pieces:
+        sys.stdout.write(printable(piece))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def _write(lines: Iterable[str]) -> None:
     """Print ``lines``, each made safe again as a whole (fields were made safe one by one)."""
     for line in lines:
         sys.stdout.write(printable(line) + "\n")
