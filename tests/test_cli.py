@@ -354,7 +354,6 @@ def bad_files(tmp_path: Path) -> dict[str, tuple[bytes, int]]:
     return {
         "truncated.jsonl.zst": (z[: len(z) - 3], 1),
         "corrupt.jsonl.gz": (gzip.compress(data)[:10] + b"\xff" * 30, 1),
-        "invalid-line.jsonl": (b'{"text": "a"}\n{"text": "b"}\n{"text": oops}\n', 3),
         "image.png": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 1),
         "nul.log": (b"fine\nalso fine\n\x00\x00\x00", 3),
     }
@@ -390,25 +389,27 @@ def test_missing_path_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     assert err == f"loopguard: error: {tmp_path / 'nope.jsonl'}: no such file or directory\n"
 
 
-def test_directory_with_one_bad_and_one_good_looping_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_directory_with_one_bad_line_and_one_good_looping_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copyfile(EXAMPLE, tmp_path / "a-good.jsonl")
     (tmp_path / "b-bad.jsonl").write_text('{"role": "user", "content": "x"}\n{broken\n', encoding="utf-8")
     code, out, err = run(capsys, "scan", tmp_path)
     assert code == 2  # 2 wins over 1
     bad = tmp_path / "b-bad.jsonl"
-    assert (
-        err
-        == f"loopguard: error: {bad}:2: invalid JSON: Expecting property name enclosed in double quotes (column 2)\n"
-    )
+    message = f"{bad}:2: invalid JSON: Expecting property name enclosed in double quotes (column 2)"
+    assert err == f"loopguard: error: {message} (line skipped)\n"
     assert out.splitlines()[0] == f"{tmp_path / 'a-good.jsonl'} [chat]: loops found"
     assert "tool run: grep ×4" in out
-    assert out.splitlines()[-1] == "scanned 2 files: 1 with loops, 0 without, 1 unreadable"
+    # the bad line is skipped: the rest of b-bad.jsonl (a user message) is read, and is clean
+    assert out.splitlines()[-1] == "scanned 2 files: 1 with loops, 1 without, 0 unreadable, 1 bad line skipped"
     code, objects, _ = run_json(capsys, tmp_path)
     assert code == 2
     assert [(Path(o["path"]).name, o["format"], len(o["tool_findings"]), "error" in o) for o in objects] == [
         ("a-good.jsonl", "chat", 1, False),
-        ("b-bad.jsonl", None, 0, True),
+        ("b-bad.jsonl", "chat", 0, False),
     ]
+    assert objects[1]["bad_lines"] == [{"line": 2, "error": message}]
 
 
 def test_compressed_logs_scan_like_the_plain_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,9 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,17 +30,26 @@ from .config import PROFILES, TextConfig
 from .errors import InputError
 from .evaluate_records import ALL_PROFILES, DEFAULT_JOBS, DELTA_CHARS, GROUP_KEYS
 from .evaluate_runs import RUN_GROUP_KEYS
-from .logs import DATASET_FIELDS, LogFile, Message, expand_paths, read_log
+from .logs import DATASET_FIELDS, Conversation, LogFile, Message, expand_paths
+from .logs.stream import LogStream
 from .redact import redact_excerpt, redact_secrets
 from .terminal import printable, shown_name
 from .text import CHANNELS, Detection, TextLoopDetector
-from .toolruns import DEFAULT_MAX_REPEATS, GuardFinding, ToolRun, find_runs, guard_conversation
+from .toolruns import (
+    DEFAULT_MAX_REPEATS,
+    ConversationGuard,
+    GuardFinding,
+    RunFinder,
+    ToolRun,
+    find_runs,
+    guard_conversation,
+)
 
 if TYPE_CHECKING:
     from .evaluate import Case
     from .evaluate_records import RecordSet
 
-__all__ = ["FileReport", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
+__all__ = ["FileReport", "FindingSpool", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
 
 EXCERPT_CHARS = 80
 
@@ -73,10 +84,20 @@ Each conversation's calls are also replayed through the ToolGuard (default
 config): every notice, DENY and CANCEL it would have given is listed with its
 0-based call index and kind (with its rule when the names differ; see docs/rules.md).
 
+JSON Lines files are read line by line (dataset and chat-record files one
+record at a time: memory is bounded by the largest record). A bad line (not
+JSON, not an object, not UTF-8, or a record its reader rejects) is named on
+stderr with file and line and skipped; the rest of the file is scanned.
+PATH "-" reads standard input. For big inputs: --summary (one line per file,
+then totals), --max-findings N; a conversation's guard findings after its
+first cancel are one line ("N more calls after the cancel"). A progress bar
+is shown on stderr only on a terminal (--no-progress turns it off).
+
 exit status: 0 clean, 1 loops found (any text detection, a run of
 {DEFAULT_MAX_REPEATS}+ identical tool calls with unchanged results, or a call the
-ToolGuard denies or cancels), 2 unreadable input (named on stderr with its
-line; the other files are still scanned; 2 wins over 1).
+ToolGuard denies or cancels), 2 unreadable input or a bad line skipped (named
+on stderr with file and line; the other files and the rest of the file are
+still scanned; 2 wins over 1).
 """
 
 
@@ -133,6 +154,26 @@ class FileReport:
         about the logged calls: notices, denials, cancels, with call indices.
     error : InputError | None
         Why the file could not be read.
+    bad_lines : list[InputError]
+        Lines skipped as unreadable (invalid JSON, not an object, not UTF-8,
+        a record its reader rejects), each naming the file and line; the
+        rest of the file was scanned.
+    stopped : InputError | None
+        Where corrupt or truncated compressed data ended the file early (the
+        1-based line it broke in); the findings are those of the lines before.
+    after_cancel : dict[int, tuple[int, int]]
+        Per cancel (its index in ``guard_findings``, the first cancel of its
+        conversation): the conversation's calls after it and the guard
+        findings about them, which are not kept (the session was already
+        cancelled; a log that went on shows one finding per call).
+    counts_only : bool
+        Keep only the counts of the findings (``--summary``), in ``counted``.
+    counted : dict[str, int]
+        The counts of the findings not kept (see :meth:`counts`), and ``"loop"``: 1
+        when one of them is a loop.
+    sink : FindingSpool | None
+        Where the findings went instead of the lists above (the normal output and
+        ``--json`` of ``loopguard scan``); the report keeps their counts.
     """
 
     path: str
@@ -141,6 +182,12 @@ class FileReport:
     tool_runs: list[ToolRun] = field(default_factory=list)
     guard_findings: list[GuardFinding] = field(default_factory=list)
     error: InputError | None = None
+    bad_lines: list[InputError] = field(default_factory=list)
+    stopped: InputError | None = None
+    after_cancel: dict[int, tuple[int, int]] = field(default_factory=dict)
+    counts_only: bool = False
+    counted: dict[str, int] = field(default_factory=dict)
+    sink: FindingSpool | None = None
 
     @property
     def has_loop(self) -> bool:
@@ -148,13 +195,30 @@ class FileReport:
         notice), a tool run long enough to be a loop, or a call the ToolGuard
         would have denied or cancelled."""
         return (
-            any(f.detection.strong for f in self.loops)
+            bool(self.counted.get("loop"))
+            or any(f.detection.strong for f in self.loops)
             or any(run.loop for run in self.tool_runs)
             or any(f.stops for f in self.guard_findings)
         )
 
+    def counts(self) -> dict[str, int]:
+        """The ``--summary`` counts: ``text loops`` (as listed), ``tool runs``, ``guard findings``,
+        ``after cancel`` (calls after a cancel) and ``text findings`` (detections); with
+        ``counts_only`` (set by :func:`scan_file` for ``--summary``) or a ``sink`` the findings
+        themselves are not kept in the report, only these counts."""
+        out = {
+            "text loops": len(_text_entries(self)),
+            "tool runs": len(self.tool_runs),
+            "guard findings": len(self.guard_findings),
+            "after cancel": sum(calls for calls, _ in self.after_cancel.values()),
+            "text findings": len(self.loops),
+        }
+        return {key: value + self.counted.get(key, 0) for key, value in out.items()}
+
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` object: ``path``, ``format``, ``loops``, ``tool_findings`` (+ ``error``, ``line``)."""
+        """The ``--json`` object: ``path``, ``format``, ``loops``, ``tool_findings``, ``guard_findings``
+        (+ ``error`` and ``line`` for an unreadable file; ``bad_lines``, ``stopped``, ``after_cancel``
+        when there are some)."""
         out: dict[str, Any] = {
             "path": self.path,
             "format": self.format,
@@ -165,6 +229,15 @@ class FileReport:
         if self.error is not None:
             out["error"] = str(self.error)
             out["line"] = self.error.line
+        if self.bad_lines:
+            out["bad_lines"] = [{"line": bad.line, "error": str(bad)} for bad in self.bad_lines]
+        if self.stopped is not None:
+            out["stopped"] = {"line": self.stopped.line, "error": str(self.stopped)}
+        if self.after_cancel:
+            out["after_cancel"] = [
+                {"finding": index, "calls": calls, "findings": findings}
+                for index, (calls, findings) in self.after_cancel.items()
+            ]
         return out
 
 
@@ -234,15 +307,25 @@ def scan_log(log: LogFile, config: TextConfig) -> FileReport:
     """
     report = FileReport(log.path, log.format)
     for conversation in log.conversations:
-        for message in conversation.messages:
-            report.loops += scan_message(message, config)
-        report.tool_runs += find_runs(conversation.tool_calls())
-        report.guard_findings += guard_conversation(conversation)
+        scan_conversation(conversation, config, report)
     return report
 
 
-def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> FileReport:
-    """Read and scan one file; an unreadable file gives a report with ``error`` set.
+def scan_file(
+    path: str,
+    config: TextConfig,
+    *,
+    field: str | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
+    counts_only: bool = False,
+    sink: FindingSpool | None = None,
+) -> FileReport:
+    """Read and scan one file as a stream; an unreadable file gives a report with ``error`` set.
+
+    JSON Lines files are read line by line (:class:`loopguard.logs.stream.LogStream`):
+    a line that cannot be read is skipped and listed in ``bad_lines``, and the
+    rest of the file is scanned; compressed data that breaks partway ends the
+    file (``stopped``), keeping the findings made before.
 
     Parameters
     ----------
@@ -252,15 +335,34 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
         The detector config.
     field : str | None
         The dataset output field (``--field``).
+    on_progress : Callable[[int, int | None], None] | None
+        Called after each conversation with the bytes read so far and the
+        file's size (``None`` for standard input).
+    counts_only : bool
+        Keep only the counts of the findings (``--summary``; see :meth:`FileReport.counts`).
+    sink : FindingSpool | None
+        Hand each conversation's findings to this spool (on disk) as soon as
+        the conversation is scanned; the report keeps only their counts.
 
     Returns
     -------
     FileReport
-        The findings, or the error.
+        The findings, or the error (with the findings made before it).
     """
+    report = FileReport(path, None, counts_only=counts_only, sink=sink)
     try:
-        log = read_log(path, field=field)
-        return scan_log(log, config)
+        with LogStream(path, field=field) as stream:
+            report.format = stream.format
+            report.bad_lines = stream.bad_lines
+            if stream.streams_messages:
+                _scan_messages(stream, config, report, on_progress)
+            else:
+                for conversation in stream.conversations():
+                    scan_conversation(conversation, config, report)
+                    if on_progress is not None:
+                        on_progress(stream.position(), stream.total)
+            report.stopped = stream.stopped
+        return report
     except InputError as exc:
         return FileReport(path, None, error=exc)
     except RecursionError:
@@ -270,6 +372,228 @@ def scan_file(path: str, config: TextConfig, *, field: str | None = None) -> Fil
         return FileReport(
             path, None, error=InputError(f"cannot read this log ({type(exc).__name__}); please report it", path=path)
         )
+
+
+def _scan_messages(
+    stream: LogStream,
+    config: TextConfig,
+    report: FileReport,
+    on_progress: Callable[[int, int | None], None] | None,
+) -> None:
+    """Scan a chat or Claude Code file message by message (:meth:`LogStream.messages`): each
+    message is scanned as soon as it ends, so memory is the findings, not the file.  The
+    findings are added conversation by conversation, main agent first, as :func:`scan_log` adds
+    them."""
+    scans: dict[Any, _ConversationScan] = {}
+    for group, message in stream.messages():
+        scan = scans.get(group)
+        if scan is None:
+            scan = scans[group] = _ConversationScan(config)
+        scan.add(message)
+        if on_progress is not None:
+            on_progress(stream.position(), stream.total)
+    for group in stream.groups:
+        one = scans[group].finish() if group in scans else FileReport(report.path, report.format)
+        _merge(report, one)
+
+
+class _ConversationScan:
+    """One conversation scanned a message at a time: what :func:`scan_conversation` finds."""
+
+    def __init__(self, config: TextConfig) -> None:
+        self.config = config
+        self.report = FileReport("", None)
+        self.runs = RunFinder()
+        self.guard = ConversationGuard()
+        self.cancel: tuple[int, int] | None = None  # (its index in guard_findings, its call)
+        self.after = 0  # guard findings after the cancel (not kept)
+
+    def add(self, message: Message) -> None:
+        report = self.report
+        report.loops += scan_message(message, self.config)
+        for call in message.tool_calls:
+            run = self.runs.add(call)
+            if run is not None:
+                report.tool_runs.append(run)
+        for finding in self.guard.message(message):
+            if self.cancel is not None:
+                self.after += 1
+                continue
+            report.guard_findings.append(finding)
+            if finding.action == "cancel":
+                self.cancel = (len(report.guard_findings) - 1, finding.call)
+
+    def finish(self) -> FileReport:
+        report = self.report
+        run = self.runs.finish()
+        if run is not None:
+            report.tool_runs.append(run)
+        if self.cancel is not None:
+            index, call = self.cancel
+            report.after_cancel[index] = (self.runs.calls - call - 1, self.after)
+        return report
+
+
+def _merge(report: FileReport, one: FileReport) -> None:
+    """Add one conversation's findings to ``report`` (only their counts with ``counts_only``
+    or a ``sink``, which gets the findings)."""
+    if report.counts_only or report.sink is not None:
+        _absorb(report, one)
+        return
+    offset = len(report.guard_findings)
+    report.loops += one.loops
+    report.tool_runs += one.tool_runs
+    report.guard_findings += one.guard_findings
+    for index, after in one.after_cancel.items():
+        report.after_cancel[offset + index] = after
+
+
+def _absorb(report: FileReport, one: FileReport) -> None:
+    """Count one conversation's findings in ``report`` and give them to its sink, if any."""
+    for key, value in one.counts().items():
+        report.counted[key] = report.counted.get(key, 0) + value
+    if one.has_loop:
+        report.counted["loop"] = 1
+    if report.sink is not None:
+        report.sink.add(one)
+
+
+class _Spool:
+    """Lines of text kept in a temporary file (in memory up to 1 MiB), not in a list."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+", encoding="utf-8", newline="\n")
+        self.count = 0
+
+    def add(self, line: str) -> None:
+        self._file.write(line + "\n")  # callers give one line: JSON or made printable, no newline
+        self.count += 1
+
+    def lines(self) -> Iterator[str]:
+        self._file.seek(0)
+        for line in self._file:
+            yield line[:-1]
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class FindingSpool:
+    """One file's findings written out conversation by conversation (to temporary files, not
+    memory), then read back in the order the output lists them.
+
+    The normal output and ``--json`` group a file's findings by kind (text loops, tool runs,
+    guard findings) and start with the file's status, which is known only at its end, so the
+    findings are not printed as each conversation ends; memory is bounded by the largest
+    conversation's findings instead of the file's.
+
+    Parameters
+    ----------
+    json_output : bool
+        Spool the ``--json`` objects (else the human-readable entries).
+    """
+
+    def __init__(self, *, json_output: bool) -> None:
+        self.json_output = json_output
+        self._kinds = (_Spool(), _Spool(), _Spool())  # text loops, tool runs, guard findings
+        self._after = _Spool()  # --json: after_cancel entries
+        self._guards = 0  # guard findings so far (after_cancel's indices)
+
+    def add(self, one: FileReport) -> None:
+        """Spool one conversation's findings (``one`` as :func:`scan_conversation` fills it)."""
+        text, runs, guards = self._kinds
+        if self.json_output:
+            for loop in one.loops:
+                text.add(json.dumps(loop.to_dict()))
+            for run in one.tool_runs:
+                runs.add(json.dumps(run.to_dict()))
+            for finding in one.guard_findings:
+                guards.add(json.dumps(finding.to_dict()))
+            for index, (calls, findings) in one.after_cancel.items():
+                item = {"finding": self._guards + index, "calls": calls, "findings": findings}
+                self._after.add(json.dumps(item))
+            self._guards += len(one.guard_findings)
+            return
+        for entry in _text_entries(one):
+            text.add(json.dumps(entry))
+        for run in one.tool_runs:
+            runs.add(json.dumps([_run_line(run)]))
+        for entry in _guard_entries(one):
+            guards.add(json.dumps(entry))
+
+    def human_lines(
+        self, report: FileReport, *, show_clean: bool = False, max_findings: int | None = None
+    ) -> Iterator[str]:
+        """The lines :func:`format_report` gives for the file, read back from the spool."""
+        if report.error is not None:
+            return
+        status = _status(report)
+        if status == "clean":
+            if show_clean:
+                yield f"{_show(report.path)} [{report.format}]: clean"
+            return
+        yield f"{_show(report.path)} [{report.format}]: {status}"
+        total = sum(spool.count for spool in self._kinds)
+        left = max_findings if max_findings is not None else total
+        for spool in self._kinds:
+            for entry in spool.lines():
+                if left <= 0:
+                    break
+                left -= 1
+                yield from json.loads(entry)
+        shown = total if max_findings is None else min(total, max_findings)
+        if total > shown:
+            n = total - shown
+            yield f"  … {n} more finding{'s' if n != 1 else ''} not shown (--max-findings {max_findings})"
+
+    def json_text(self, report: FileReport) -> Iterator[str]:
+        """The ``--json`` line for the file (:meth:`FileReport.to_dict` as ``json.dumps`` writes it),
+        in pieces."""
+        yield json.dumps({"path": report.path, "format": report.format})[:-1]
+        for key, spool in zip(("loops", "tool_findings", "guard_findings"), self._kinds):
+            yield f", {json.dumps(key)}: ["
+            for i, item in enumerate(spool.lines()):
+                yield (", " if i else "") + item
+            yield "]"
+        tail = report.to_dict()
+        for key in ("path", "format", "loops", "tool_findings", "guard_findings", "after_cancel"):
+            tail.pop(key, None)
+        for key, value in tail.items():
+            yield f", {json.dumps(key)}: {json.dumps(value)}"
+        if self._after.count:
+            yield ', "after_cancel": ['
+            for i, item in enumerate(self._after.lines()):
+                yield (", " if i else "") + item
+            yield "]"
+        yield "}"
+
+    def close(self) -> None:
+        """Remove the temporary files."""
+        for spool in (*self._kinds, self._after):
+            spool.close()
+
+
+def scan_conversation(conversation: Conversation, config: TextConfig, report: FileReport) -> None:
+    """Add one conversation's findings to ``report`` (see :func:`scan_log`); with
+    ``report.counts_only``, only their counts (memory stays flat however many there are); with
+    ``report.sink``, the counts, and the findings go to the sink."""
+    if report.counts_only or report.sink is not None:
+        one = FileReport(report.path, report.format)
+        scan_conversation(conversation, config, one)
+        _absorb(report, one)
+        return
+    for message in conversation.messages:
+        report.loops += scan_message(message, config)
+    calls = conversation.tool_calls()
+    report.tool_runs += find_runs(calls)
+    found = guard_conversation(conversation)
+    cancel = next((i for i, finding in enumerate(found) if finding.action == "cancel"), None)
+    if cancel is None:
+        report.guard_findings += found
+        return
+    # a cancelled call is not run (no after_call): every later finding is about a later call
+    report.guard_findings += found[: cancel + 1]
+    report.after_cancel[len(report.guard_findings) - 1] = (len(calls) - found[cancel].call - 1, len(found) - cancel - 1)
 
 
 # --------------------------------------------------------------------------- human output
@@ -350,7 +674,14 @@ def _guard_line(finding: GuardFinding) -> str:
     return f"  {label}  " + " · ".join(parts)
 
 
-def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
+def _status(report: FileReport) -> str:
+    counts = report.counts()
+    if not counts["text findings"] and not counts["tool runs"] and not counts["guard findings"]:
+        return "clean"
+    return "loops found" if report.has_loop else ("possible loop" if counts["text findings"] else "no loop")
+
+
+def format_report(report: FileReport, *, show_clean: bool = False, max_findings: int | None = None) -> list[str]:
     """The human-readable lines for one file (none for a clean file unless ``show_clean``).
 
     Parameters
@@ -359,6 +690,10 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
         The file's findings (errors go to stderr, not here).
     show_clean : bool
         List a file without findings as ``clean`` (``--all``).
+    max_findings : int | None
+        List at most this many findings (a text loop, a tool run, a guard
+        decision, or the line for the calls after a cancel); one more line
+        says how many were left out.
 
     Returns
     -------
@@ -367,29 +702,89 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
     """
     if report.error is not None:
         return []
-    if not report.loops and not report.tool_runs and not report.guard_findings:
+    status = _status(report)
+    if status == "clean":
         return [f"{_show(report.path)} [{report.format}]: clean"] if show_clean else []
-    status = "loops found" if report.has_loop else ("possible loop" if report.loops else "no loop")
+    entries = _entries(report)
+    shown = entries if max_findings is None else entries[:max_findings]
     lines = [f"{_show(report.path)} [{report.format}]: {status}"]
+    for entry in shown:
+        lines += entry
+    left = len(entries) - len(shown)
+    if left:
+        lines.append(f"  … {left} more finding{'s' if left != 1 else ''} not shown (--max-findings {max_findings})")
+    return lines
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def format_summary(report: FileReport) -> str:
+    """The ``--summary`` line for one file: its status and counts of findings."""
+    if report.error is not None:
+        return f"{_show(report.path)}: unreadable"
+    total = report.counts()
+    counts = [
+        _plural(total["text loops"], "text loop"),
+        _plural(total["tool runs"], "tool run"),
+        _plural(total["guard findings"], "guard finding"),
+    ]
+    after = total["after cancel"]
+    if after:
+        counts.append(f"{after} call{'s' if after != 1 else ''} after a cancel")
+    if report.bad_lines:
+        n = len(report.bad_lines)
+        counts.append(f"{n} bad line{'s' if n != 1 else ''} skipped")
+    if report.stopped is not None:
+        counts.append(f"corrupt data from line {report.stopped.line}")
+    return f"{_show(report.path)} [{report.format}]: {_status(report)}: " + ", ".join(counts)
+
+
+def _entries(report: FileReport) -> list[list[str]]:
+    """The findings as listed: text loops, tool runs, guard decisions (with the after-cancel line)."""
+    entries = _text_entries(report)
+    entries += [[_run_line(run)] for run in report.tool_runs]
+    return entries + _guard_entries(report)
+
+
+def _guard_entries(report: FileReport) -> list[list[str]]:
+    entries = []
+    for index, finding in enumerate(report.guard_findings):
+        entries.append([_guard_line(finding)])
+        if index in report.after_cancel:
+            calls, findings = report.after_cancel[index]
+            if calls:
+                entries.append(
+                    [
+                        f"  …       {calls} more call{'s' if calls != 1 else ''} after the cancel"
+                        f" ({findings} guard finding{'s' if findings != 1 else ''} not listed)"
+                    ]
+                )
+    return entries
+
+
+def _text_entries(report: FileReport) -> list[list[str]]:
+    entries: list[list[str]] = []
     # a strong near_cycle report confirms the weak report of its episode (the one before it):
-    # the episode is listed once, at its first report, as a loop
+    # the episode is listed once, in the place of its first report, as a loop, and
+    # at the confirming report's start and cut when another detector reports the loop there (a
+    # near_cycle's first, weak report may start a few characters earlier than the loop does: listed
+    # at its own start and cut, the loop would be listed twice)
     loops: list[TextFinding] = []
     strong: list[bool] = []
+    last: dict[tuple[str, str, str], int] = {}  # (kind, channel, where) -> its latest entry in loops
+    spans = Counter((repr(f.where), f.detection.channel, f.detection.start, f.detection.cut) for f in report.loops)
     for finding in report.loops:
         d = finding.detection
-        first = next(
-            (
-                i
-                for i in range(len(loops) - 1, -1, -1)
-                if loops[i].detection.kind == d.kind
-                and loops[i].detection.channel == d.channel
-                and loops[i].where == finding.where
-            ),
-            None,
-        )
+        episode = (d.kind, d.channel, repr(finding.where))
+        first = last.get(episode)
         if d.kind == "near_cycle" and d.strong and first is not None and not loops[first].detection.strong:
             strong[first] = True
+            if spans[(repr(finding.where), d.channel, d.start, d.cut)] > 1:
+                loops[first] = finding
             continue
+        last[episode] = len(loops)
         loops.append(finding)
         strong.append(d.strong)
     # one loop that several detectors report with the same start and cut: one entry
@@ -405,10 +800,8 @@ def format_report(report: FileReport, *, show_clean: bool = False) -> list[str]:
         key = (repr(finding.where), d.channel, d.start, d.cut)
         kinds = shown.pop(key, None)
         if kinds is not None:
-            lines += _loop_lines(finding, " + ".join(kinds), acted[key])
-    lines += [_run_line(run) for run in report.tool_runs]
-    lines += [_guard_line(finding) for finding in report.guard_findings]
-    return lines
+            entries.append(_loop_lines(finding, " + ".join(kinds), acted[key]))
+    return entries
 
 
 # --------------------------------------------------------------------------- command
@@ -436,6 +829,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="dataset JSON Lines: the string field holding the model output "
         f"(default: first of {', '.join(DATASET_FIELDS)})",
+    )
+    scan.add_argument(
+        "--summary",
+        action="store_true",
+        help="one line per file (status and counts of findings), then the totals",
+    )
+    scan.add_argument(
+        "--max-findings",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="list at most N findings per file and say how many were left out (not with --json)",
+    )
+    scan.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is shown only on a terminal, for 2+ files or a file of 16 MiB or more)",
     )
     scan.set_defaults(run=_scan_command)
     evaluate = commands.add_parser(
@@ -511,16 +921,114 @@ def _progress(total: int) -> Iterator[tuple[Callable[[], None], bool]]:
         yield (lambda: progress.advance(task)), True
 
 
+#: Files at least this big (bytes on disk) get a progress bar of their own.
+PROGRESS_BYTES = 16 << 20
+
+
+class _ScanProgress:
+    """Transient rich progress bars on stderr: files (2+), and bytes for each big file.
+
+    Shown only on a terminal (never in a pipe or captured output) and not with
+    ``--no-progress``.
+    """
+
+    def __init__(self, files: int, enabled: bool) -> None:
+        self.active = enabled and sys.stderr.isatty()
+        self._progress: Any = None
+        self._files: Any = None
+        self._bytes: Any = None
+        if not self.active:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=True,
+        )
+        self._progress.start()
+        if files >= 2:
+            self._files = self._progress.add_task("files", total=files)
+
+    def on_bytes(self, path: str) -> Callable[[int, int | None], None] | None:
+        """The callback for :func:`scan_file` for ``path`` (``None`` when no bar is shown)."""
+        if not self.active:
+            return None
+
+        def update(done: int, total: int | None) -> None:
+            if total is None or total < PROGRESS_BYTES:
+                return
+            if self._bytes is None:
+                self._bytes = self._progress.add_task(printable(os.path.basename(path))[:40], total=total)
+            self._progress.update(self._bytes, completed=done)
+
+        return update
+
+    def file_done(self) -> None:
+        if not self.active:
+            return
+        if self._bytes is not None:
+            self._progress.remove_task(self._bytes)
+            self._bytes = None
+        if self._files is not None:
+            self._progress.advance(self._files)
+
+    def stop(self) -> None:
+        if self.active:
+            self._progress.stop()
+
+
 def _scan_command(args: argparse.Namespace) -> int:
     config = TextConfig(args.profile)
     targets = expand_paths(args.paths)
     status = 0
-    counts = {"loops": 0, "clean": 0, "unreadable": 0}
+    counts = {"loops": 0, "clean": 0, "unreadable": 0, "bad lines": 0, "cut short": 0}
+    totals = {"text loops": 0, "tool runs": 0, "guard findings": 0, "after cancel": 0}
     deferred: list[str] = []
-    with _progress(len(targets)) as (advance, active):
-        defer = active and sys.stdout.isatty()  # keep the bar from tearing terminal output
+    progress = _ScanProgress(len(targets), not args.no_progress)
+    defer = progress.active and sys.stdout.isatty()  # keep the bar from tearing terminal output
+    try:
         for path, error in targets:
-            report = FileReport(path, None, error=error) if error else scan_file(path, config, field=args.field)
+            sink = None if args.summary and not args.json else FindingSpool(json_output=args.json)
+            if error:
+                report = FileReport(path, None, error=error)
+            else:
+                report = scan_file(
+                    path,
+                    config,
+                    field=args.field,
+                    on_progress=progress.on_bytes(path),
+                    counts_only=args.summary and not args.json,
+                    sink=sink,
+                )
+            for bad in report.bad_lines:
+                print(f"loopguard: error: {_show(str(bad))} (line skipped)", file=sys.stderr)
+            if report.bad_lines:
+                status = 2
+                counts["bad lines"] += len(report.bad_lines)
+            if report.stopped is not None:
+                print(
+                    f"loopguard: error: {_show(str(report.stopped))} (the rest of the file is unreadable)",
+                    file=sys.stderr,
+                )
+                status = 2
+                counts["cut short"] += 1
             if report.error is not None:
                 print(f"loopguard: error: {_show(str(report.error))}", file=sys.stderr)
                 status = 2
@@ -530,19 +1038,60 @@ def _scan_command(args: argparse.Namespace) -> int:
                 counts["loops"] += 1
             else:
                 counts["clean"] += 1
-            lines = [json.dumps(report.to_dict())] if args.json else format_report(report, show_clean=args.all)
+            lines: Iterable[str]
+            if report.sink is not None and args.json:
+                if defer:
+                    lines = ["".join(report.sink.json_text(report))]
+                else:  # written piece by piece: the line is never whole in memory
+                    _write_pieces(report.sink.json_text(report))
+                    lines = []
+            elif report.sink is not None:
+                lines = report.sink.human_lines(report, show_clean=args.all, max_findings=args.max_findings)
+            elif args.json:
+                lines = [json.dumps(report.to_dict())]
+            elif args.summary:
+                lines = [format_summary(report)]
+                for key, value in report.counts().items():
+                    if key in totals:
+                        totals[key] += value
+            else:
+                lines = format_report(report, show_clean=args.all, max_findings=args.max_findings)
             if defer:
                 deferred += lines
             else:
                 _write(lines)
-            advance()
+            if sink is not None:
+                sink.close()
+            progress.file_done()
+    finally:
+        progress.stop()
     _write(deferred)
+    if args.summary and not args.json:
+        _write(
+            [
+                "totals: "
+                + ", ".join(
+                    _plural(totals[key], word)
+                    for key, word in (
+                        ("text loops", "text loop"),
+                        ("tool runs", "tool run"),
+                        ("guard findings", "guard finding"),
+                        ("after cancel", "call"),
+                    )
+                )
+                + " after a cancel"
+            ]
+        )
     if not args.json:
         n = len(targets)
+        skipped = counts["bad lines"]
+        short = counts["cut short"]
         _write(
             [
                 f"scanned {n} file{'s' if n != 1 else ''}: {counts['loops']} with loops, "
                 f"{counts['clean']} without, {counts['unreadable']} unreadable"
+                + (f", {skipped} bad line{'s' if skipped != 1 else ''} skipped" if skipped else "")
+                + (f", {short} cut short by corrupt data" if short else "")
             ]
         )
     return status
@@ -737,7 +1286,15 @@ def _eval_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(lines: list[str]) -> None:
+def _write_pieces(pieces: Iterable[str]) -> None:
+    """Print one line given in pieces, each made safe (:func:`loopguard.terminal.printable`)."""
+    for piece in pieces:
+        sys.stdout.write(printable(piece))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def _write(lines: Iterable[str]) -> None:
     """Print ``lines``, each made safe again as a whole (fields were made safe one by one)."""
     for line in lines:
         sys.stdout.write(printable(line) + "\n")

@@ -25,11 +25,13 @@ from .terminal import redacted_name
 
 if TYPE_CHECKING:
     from .guard import ToolGuardConfig
-    from .logs.session import Conversation
+    from .logs.session import Conversation, Message
 
 __all__ = [
     "DEFAULT_MAX_REPEATS",
+    "ConversationGuard",
     "GuardFinding",
+    "RunFinder",
     "ToolRun",
     "call_hash",
     "find_runs",
@@ -276,12 +278,43 @@ def guard_conversation(conversation: Conversation, config: ToolGuardConfig | Non
     >>> [(f.call, f.action, f.kind) for f in guard_conversation(conversation)]
     [(1, 'notice', 'repeat'), (2, 'deny', 'repeat')]
     """
-    from .guard import ToolGuard
-
-    guard = ToolGuard(config)
+    guard = ConversationGuard(config)
     found: list[GuardFinding] = []
-    index = 0
     for message in conversation.messages:
+        found += guard.message(message)
+    return found
+
+
+class ConversationGuard:
+    """:func:`guard_conversation` one message at a time, for a conversation read as a stream.
+
+    Parameters
+    ----------
+    config : ToolGuardConfig | None
+        The guard's configuration (default: the defaults).
+
+    Attributes
+    ----------
+    calls : int
+        The calls seen so far (the next call's 0-based index).
+    """
+
+    def __init__(self, config: ToolGuardConfig | None = None) -> None:
+        from .guard import ToolGuard
+
+        self._guard = ToolGuard(config)
+        self.calls = 0
+
+    def message(self, message: Message) -> list[GuardFinding]:
+        """Replay the conversation's next assistant message (as :func:`guard_conversation` does).
+
+        Returns
+        -------
+        list[GuardFinding]
+            The message's non-allow decisions and interventions, in call order.
+        """
+        guard = self._guard
+        found: list[GuardFinding] = []
         guard.observe_attempt(
             "log",
             reasoning=message.reasoning,
@@ -289,6 +322,7 @@ def guard_conversation(conversation: Conversation, config: ToolGuardConfig | Non
             tool_calls=[(c.name, c.args) for c in message.tool_calls],
         )
         for c in message.tool_calls:
+            index = self.calls
             digest = call_hash(c.name, c.args)
             decision = guard.before_call("log", c.name, c.args)
             if decision.action != "allow" and decision.kind is not None:
@@ -311,5 +345,67 @@ def guard_conversation(conversation: Conversation, config: ToolGuardConfig | Non
                             index, c.name, iv.action, iv.kind, iv.rule, digest, dict(c.where), dict(iv.evidence)
                         )
                     )
-            index += 1
-    return found
+            self.calls += 1
+        return found
+
+
+class RunFinder:
+    """:func:`find_runs` one call at a time: memory is the current run, not the conversation.
+
+    Parameters
+    ----------
+    min_count : int
+        Shortest run reported (default 2).
+    max_repeats : int
+        Runs this long or longer are loops (default 3).
+
+    Attributes
+    ----------
+    calls : int
+        The calls seen so far (the next call's 0-based index).
+    """
+
+    def __init__(self, *, min_count: int = 2, max_repeats: int = DEFAULT_MAX_REPEATS) -> None:
+        self.min_count = min_count
+        self.max_repeats = max_repeats
+        self.calls = 0
+        self._digest: str | None = None
+        self._tool = ""
+        self._start = 0
+        self._where: list[dict[str, Any]] = []
+        self._first_key: str | None = None
+        self._unlogged = False
+        self._differ = False
+
+    def add(self, call: CallLike) -> ToolRun | None:
+        """Take the next call; the run it ends, if that run is reported (else ``None``)."""
+        digest = call_hash(call.name, call.args)
+        done = None
+        if digest != self._digest:
+            done = self.finish()
+            self._digest, self._tool, self._start = digest, call.name, self.calls
+        key = _result_key(call)
+        if not self._where:
+            self._first_key = key
+        elif key != self._first_key:
+            self._differ = True
+        self._unlogged = self._unlogged or key is None
+        self._where.append(dict(call.where))
+        self.calls += 1
+        return done
+
+    def finish(self) -> ToolRun | None:
+        """End the current run (at the end of the conversation); it, if it is reported."""
+        where, self._where = self._where, []
+        unlogged, self._unlogged = self._unlogged, False
+        differ, self._differ = self._differ, False
+        if len(where) < self.min_count or self._digest is None:
+            return None
+        return ToolRun(
+            tool=self._tool,
+            digest=self._digest,
+            calls=tuple(range(self._start, self._start + len(where))),
+            where=tuple(where),
+            results_identical=None if unlogged else not differ,
+            max_repeats=self.max_repeats,
+        )

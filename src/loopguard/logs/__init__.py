@@ -106,7 +106,7 @@ def expand_paths(paths: Iterable[str | Path]) -> list[tuple[str, InputError | No
     Parameters
     ----------
     paths : Iterable[str | Path]
-        Files and directories.
+        Files and directories; ``"-"`` (standard input) is kept as it is.
 
     Returns
     -------
@@ -126,6 +126,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[tuple[str, InputError | No
 
     for raw in paths:
         path = str(raw)
+        if path == "-":  # standard input (loopguard.logs.stream.STDIN)
+            add(path)
+            continue
         try:
             mode = os.stat(path).st_mode
         except OSError as exc:

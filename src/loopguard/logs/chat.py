@@ -26,7 +26,7 @@ from ._util import parts_text, reasoning_parts, require_str
 from .session import Conversation, Message, ToolCall
 from .sniff import Records
 
-__all__ = ["read_chat", "read_chat_records"]
+__all__ = ["ChatStream", "read_chat", "read_chat_records"]
 
 
 @dataclass
@@ -177,3 +177,64 @@ def _answer(open_calls: list[_Pending], record: dict[str, Any], *, legacy: bool,
             pending.error = bool(record.get("is_error", False))
             del open_calls[i]
             return
+
+
+class ChatStream:
+    """Read a file of one chat message per line record by record, handing out each assistant
+    message once it ends.
+
+    An assistant message ends at the next assistant message or at the end of
+    the file; its calls are answered by the ``tool``/``function`` messages
+    read by then (a chat log answers them before the model speaks again).
+    Memory is the open message, not the file.  The messages are those of
+    :func:`read_chat`, given the same records, except in a log that answers
+    a call after a later assistant message (that answer is not matched to
+    it).
+
+    Parameters
+    ----------
+    path : str
+        Named in errors.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._index = 0
+        self._open: _Builder | None = None
+        self._calls: list[_Pending] = []
+
+    def add(self, line: int | None, record: dict[str, Any]) -> list[Message]:
+        """Read one record; the message it ended (none or one).
+
+        Raises
+        ------
+        InputError
+            for a malformed assistant message (the record is then not used:
+            skip it and go on).
+        """
+        role = record.get("role")
+        if not isinstance(role, str):
+            return []
+        out = []
+        if role == "assistant":
+            where: dict[str, Any] = {"message": self._index}
+            if line is not None:
+                where["line"] = line
+            builder = _assistant(record, where, self.path, line)
+            out = self.finish()
+            self._open = builder
+            self._calls = list(builder.calls)
+        elif role == "tool":
+            _answer(self._calls, record, legacy=False, key=record.get("tool_call_id"))
+        elif role == "function":
+            _answer(self._calls, record, legacy=True, key=record.get("name"))
+        self._index += 1
+        return out
+
+    def finish(self) -> list[Message]:
+        """The open message (at the end of the file), if any."""
+        builder, self._open = self._open, None
+        if builder is None:
+            return []
+        builder.message.tool_calls = [pending.freeze() for pending in builder.calls]
+        return [builder.message]

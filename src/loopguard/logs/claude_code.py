@@ -28,7 +28,7 @@ from ._util import require_str
 from .session import Conversation, Message, ToolCall
 from .sniff import Records
 
-__all__ = ["read_claude_code"]
+__all__ = ["ClaudeCodeStream", "read_claude_code"]
 
 
 @dataclass
@@ -152,3 +152,129 @@ def _conversation(parent: Any, messages: dict[Any, _Builder], results: dict[Any,
         )
         out.append(message)
     return Conversation({} if parent is None else {"parent_tool_use_id": parent}, out)
+
+
+class ClaudeCodeStream:
+    """Read a Claude Code log record by record, handing out each assistant message once it ends.
+
+    A message (the blocks of one ``message.id``) ends when the next assistant
+    line of its conversation (main agent or one sub-agent) starts another
+    message, or at the end of the file; the tool results of its calls are
+    the ``tool_result`` blocks read by then (Claude Code writes them before
+    the next assistant message).  Memory is the open message of each
+    conversation and its calls, not the file.  The messages are those of
+    :func:`read_claude_code`, given the same records, except in a log that
+    answers a call after its conversation's next message has started (that
+    result is not matched) or writes blocks of one message id apart, with
+    another message of the same conversation between (they form two messages).
+
+    Parameters
+    ----------
+    path : str
+        Named in errors.
+
+    Attributes
+    ----------
+    groups : list
+        The conversations' ``parent_tool_use_id`` (``None`` for the main
+        agent) in order of their first assistant line.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.groups: list[Any] = []
+        self._open: dict[Any, tuple[Any, _Builder]] = {}  # parent -> (message key, builder)
+        self._counts: dict[Any, int] = {}  # parent -> messages started
+        self._waiting: dict[Any, int] = {}  # call id -> open calls with it
+        self._results: dict[Any, tuple[Any, bool]] = {}  # call id -> its first result
+
+    def add(self, line: int | None, record: dict[str, Any]) -> list[tuple[Any, Message]]:
+        """Read one record; the messages it ended, as ``(parent_tool_use_id, message)`` pairs.
+
+        Raises
+        ------
+        InputError
+            for a malformed assistant or user line (the record is then not
+            used: skip it and go on).
+        """
+        kind = record.get("type")
+        if kind == "user":
+            self._add_results(line, record)
+            return []
+        if kind != "assistant":
+            return []
+        message = record.get("message")
+        if not isinstance(message, dict):
+            raise InputError("assistant line without a 'message' object", path=self.path, line=line)
+        parent = _identifier(record.get("parent_tool_use_id"), "parent_tool_use_id", self.path, line)
+        key = _identifier(message.get("id"), "message.id", self.path, line) or f"@line{line}"
+        current = self._open.get(parent)
+        if current is not None and current[0] == key:
+            builder = current[1]
+            trial = _Builder(builder.where, calls=list(builder.calls))
+        else:
+            where: dict[str, Any] = {} if parent is None else {"parent_tool_use_id": parent}
+            where.update({"message": self._counts.get(parent, 0), "line": line})
+            if message.get("id"):
+                where["message_id"] = message["id"]
+            builder = trial = _Builder(where)
+        _add_blocks(trial, message.get("content"), self.path, line)  # raises before anything changes
+        out = []
+        if trial is builder:  # a new message: the conversation's open one has ended
+            if current is not None:
+                out.append((parent, self._close(current[1])))
+            if parent not in self._counts:
+                self.groups.append(parent)
+            self._counts[parent] = self._counts.get(parent, 0) + 1
+            self._open[parent] = (key, builder)
+            added = builder.calls
+        else:
+            builder.text += trial.text
+            builder.reasoning += trial.reasoning
+            added = trial.calls[len(builder.calls) :]
+            builder.calls = trial.calls
+        for _, _, call_id, _ in added:
+            if call_id is not None:
+                self._waiting[call_id] = self._waiting.get(call_id, 0) + 1
+        return out
+
+    def finish(self) -> list[tuple[Any, Message]]:
+        """The messages still open at the end of the file, main agent first."""
+        out = [(parent, self._close(builder)) for parent, (_, builder) in self._open.items()]
+        self._open.clear()
+        return sorted(out, key=lambda item: item[0] is not None)
+
+    def _add_results(self, line: int | None, record: dict[str, Any]) -> None:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return
+        found = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and "tool_use_id" in block:
+                value = block.get("content")
+                call_id = _identifier(block["tool_use_id"], "tool_use_id", self.path, line)
+                found.append((call_id, ("" if value is None else value, bool(block.get("is_error")))))
+        for call_id, result in found:  # after the whole line is known good
+            if call_id in self._waiting:
+                self._results.setdefault(call_id, result)
+
+    def _close(self, builder: _Builder) -> Message:
+        calls = []
+        for name, args, call_id, where in builder.calls:
+            result, error = self._results.get(call_id, (None, False)) if call_id is not None else (None, False)
+            calls.append(ToolCall(name, args, result, error, where))
+            if call_id is not None:
+                left = self._waiting.get(call_id, 0) - 1
+                if left > 0:
+                    self._waiting[call_id] = left
+                else:
+                    self._waiting.pop(call_id, None)
+                    self._results.pop(call_id, None)
+        return Message(
+            builder.where["message"],
+            builder.where,
+            reasoning="".join(builder.reasoning),
+            text="".join(builder.text),
+            tool_calls=calls,
+        )

@@ -26,6 +26,7 @@ __all__ = [
     "DATASET_FIELDS",
     "Records",
     "compression_of",
+    "decode_text",
     "open_maybe_compressed",
     "parse_json_lines",
     "read_text",
@@ -60,6 +61,7 @@ class _ZstdReader(io.RawIOBase):
         self._buf = memoryview(b"")
         self._in_frame = False
         self._eof = False
+        self._error: zstandard.ZstdError | None = None
 
     def readable(self) -> bool:
         return True
@@ -73,6 +75,9 @@ class _ZstdReader(io.RawIOBase):
         return n
 
     def _fill(self) -> None:
+        if self._error is not None:  # met in the last chunk, after the data handed out before it
+            self._eof = True
+            raise self._error
         chunk = self._raw.read(_CHUNK)
         if not chunk:
             self._eof = True
@@ -80,15 +85,20 @@ class _ZstdReader(io.RawIOBase):
                 raise zstandard.ZstdError("truncated zstd data: the last frame is incomplete")
             return
         out = []
-        while chunk:
-            out.append(self._obj.decompress(chunk))
-            self._in_frame = True
-            if self._obj.eof:  # a frame ended; the rest of the chunk starts the next one
-                chunk = self._obj.unused_data
-                self._obj = self._dctx.decompressobj()
-                self._in_frame = False
-            else:
-                chunk = b""
+        try:
+            while chunk:
+                out.append(self._obj.decompress(chunk))
+                self._in_frame = True
+                if self._obj.eof:  # a frame ended; the rest of the chunk starts the next one
+                    chunk = self._obj.unused_data
+                    self._obj = self._dctx.decompressobj()
+                    self._in_frame = False
+                else:
+                    chunk = b""
+        except zstandard.ZstdError as exc:
+            if not out:
+                raise
+            self._error = exc  # the frames decoded before the bad one are read first
         self._buf = memoryview(b"".join(out))
 
     def close(self) -> None:
@@ -182,6 +192,25 @@ def _read_bytes(path: str | Path) -> bytes:
     return b"".join(chunks)
 
 
+def decode_text(data: bytes, path: str | Path) -> str:
+    """Decode a whole file's bytes as :func:`read_text` does (the same errors)."""
+    nul = data.find(b"\x00")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if nul < 0 or exc.start < nul:  # report whichever comes first
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise InputError(
+                f"unknown format: not UTF-8 text (byte 0x{data[exc.start]:02x}); binary file?",
+                path=str(path),
+                line=line,
+            ) from None
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputError("unknown format: binary data (NUL byte), not a text or JSON log", path=str(path), line=line)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def read_text(path: str | Path) -> str:
     """Read a whole (maybe compressed) file as UTF-8 text.
 
@@ -201,22 +230,7 @@ def read_text(path: str | Path) -> str:
         naming the file and line, for unreadable or corrupt compressed data,
         NUL bytes (binary data) or invalid UTF-8.
     """
-    data = _read_bytes(path)
-    nul = data.find(b"\x00")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if nul < 0 or exc.start < nul:  # report whichever comes first
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise InputError(
-                f"unknown format: not UTF-8 text (byte 0x{data[exc.start]:02x}); binary file?",
-                path=str(path),
-                line=line,
-            ) from None
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise InputError("unknown format: binary data (NUL byte), not a text or JSON log", path=str(path), line=line)
-    return text[1:] if text.startswith("\ufeff") else text
+    return decode_text(_read_bytes(path), path)
 
 
 # --------------------------------------------------------------------------- JSON
