@@ -292,3 +292,27 @@ def test_stats_names_a_log_it_cannot_read(tmp_path: Path, capsys: pytest.Capture
     assert main(["stats", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err == f"loopguard stats: cannot read {missing}: FileNotFoundError\n"
+
+
+def test_stats_survives_hostile_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fresh reviewer's attacks: a deeply nested line, a forged record, a gzip cut in half."""
+    import gzip
+
+    good = {"event": "tool_call", "action": "deny", "rule": "repeat", "session": "s1"}
+    lines = [json.dumps(good), "[" * 200_000 + "]" * 200_000]
+    lines.append(json.dumps({**good, "action": "deny\x1b[31m redis-cli -a CanaryStatsPw1", "rule": "password=Canary"}))
+    plain = tmp_path / "a.jsonl"
+    plain.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["stats", str(plain)]) == 2
+    out, err = capsys.readouterr()
+    assert err == f"{plain}:2: not a JSON line, skipped\n"  # nested too deeply: a bad line, no traceback
+    assert "Canary" not in out and "\x1b" not in out
+    assert "1 file(s), 1 decision records, 1 other lines" in out
+    archive = tmp_path / "b.jsonl.gz"
+    whole = gzip.compress(("\n".join([json.dumps(good)] * 2000) + "\n").encode())
+    archive.write_bytes(whole[: len(whole) // 2])
+    assert main(["stats", "--json", str(archive)]) == 2
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert 0 < data["records"] < 2000 and data["bad_lines"] == 1
+    assert err.startswith(f"{archive}:{data['records'] + 1}: corrupt data (")

@@ -15,7 +15,9 @@ import argparse
 import collections
 import gzip
 import json
+import re
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +31,7 @@ __all__ = ["MIN_OBSERVATIONS", "LogStats", "read_stats", "register"]
 MIN_OBSERVATIONS = 5
 _CONCLUDED = ("effective", "ineffective", "undetermined")
 _SESSIONS_CAP = 1_000_000  # distinct sessions remembered per row (a count past it is a floor)
+_NAME = re.compile(r"[a-z][a-z_]{0,39}")  # the actions, rules and events loopguard writes
 
 
 class LogStats:
@@ -47,8 +50,12 @@ class LogStats:
         self.refused = 0
 
     def add(self, record: dict[str, Any]) -> None:
-        """Count one decision record (a dict with ``event``, ``action`` and ``rule``)."""
-        action, rule, event = str(record["action"]), str(record.get("rule") or "none"), str(record["event"])
+        """Count one decision record (a dict with ``event``, ``action`` and ``rule``; one whose
+        action, rule or event is not a name loopguard writes counts as another line)."""
+        action, rule, event = record["action"], record.get("rule") or "none", record["event"]
+        if not all(isinstance(x, str) and _NAME.fullmatch(x) for x in (action, rule, event)):
+            self.other_lines += 1
+            return
         self.records += 1
         key = (action, rule)
         self.rows[key] += 1
@@ -62,10 +69,11 @@ class LogStats:
         elif event == "hint_observation" and record.get("kind") in OUTCOMES:
             self.outcomes[str(record["kind"])] += 1
 
-    def bad(self, where: str) -> None:
+    def bad(self, where: str, why: str = "not a JSON line, skipped") -> None:
+        """Count a line that is not a record (``where``: ``FILE:LINE``); the first 20 are named."""
         self.bad_count += 1
         if len(self.bad_lines) < 20:
-            self.bad_lines.append(where)
+            self.bad_lines.append(f"{where}: {why}")
 
     def hint_summary(self) -> dict[str, Any]:
         """``given``, ``refused``, ``observations`` (concluded), ``interrupted``, ``outcomes``
@@ -124,13 +132,25 @@ def _open(path: Path) -> IO[str]:
 
 
 def _records(stats: LogStats, path: Path) -> Iterator[dict[str, Any]]:
+    """The decision records of ``path``; a bad line is counted and named, a corrupt archive
+    stops the file at the line it broke in (the records before it count)."""
+    number = 0
     with _open(path) as handle:
-        for number, line in enumerate(handle, 1):
+        lines = iter(handle)
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                return
+            except (OSError, EOFError, zlib.error) as exc:  # a corrupt or truncated .gz
+                stats.bad(f"{path}:{number + 1}", f"corrupt data ({type(exc).__name__}): the rest is unreadable")
+                return
+            number += 1
             if not line.strip():
                 continue
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deeply
                 stats.bad(f"{path}:{number}")
                 continue
             if isinstance(value, dict) and "event" in value and "action" in value:
@@ -157,20 +177,30 @@ def read_stats(paths: Iterable[str | Path]) -> LogStats:
             files = [path]
         for file in files:
             stats.files += 1
-            for record in _records(stats, file):
-                stats.add(record)
+            try:
+                for record in _records(stats, file):
+                    stats.add(record)
+            except OSError as exc:
+                raise _Unreadable(file, type(exc).__name__) from exc
     return stats
+
+
+class _Unreadable(OSError):
+    """A log that could not be opened or read (its path and the error's type)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         stats = read_stats(args.paths)
-    except (OSError, EOFError) as exc:
-        name = printable(str(getattr(exc, "filename", "") or ""))
-        print(f"loopguard stats: cannot read {name}: {type(exc).__name__}", file=sys.stderr)
+    except _Unreadable as exc:
+        print(f"loopguard stats: cannot read {printable(str(exc.path))}: {exc.reason}", file=sys.stderr)
         return 2
     for where in stats.bad_lines:
-        print(f"{printable(where)}: not a JSON line, skipped", file=sys.stderr)
+        print(printable(where), file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(stats.to_dict(), ensure_ascii=True) + "\n")
     else:
