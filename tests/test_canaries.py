@@ -389,3 +389,72 @@ def test_session_cancel_reason_is_one_safe_line(caplog: pytest.LogCaptureFixture
     line = next(r.getMessage() for r in caplog.records if "cancelled by the host" in r.getMessage())
     assert line.endswith(": user abort\\n2026-01-01 CRITICAL fake line \\x1b[2J password=[REDACTED] \\u202eevil"), line
     _ok(line)
+
+
+# A reviewer's second pass (issue 21 follow-up): shapes that got through, each with its canary,
+# and look-alikes that must stay readable.
+MORE_LEAKS = [
+    ("redis-cli -h db -a CanaryRedisPw1 ping", "redis-cli -h db -a [REDACTED] ping"),
+    ("twine upload -u __token__ -p CanaryTwine1 dist/*", "twine upload -u __token__ -p [REDACTED] dist/*"),
+    ("SSHPASS=CanarySshpassEnv1 sshpass -e ssh host", "SSHPASS=[REDACTED] sshpass -e ssh host"),
+    (
+        "git clone https://CanaryGhTok0123456789abcdef@github.com/o/r.git",
+        "git clone https://[REDACTED]@github.com/o/r.git",
+    ),
+    (
+        "DefaultEndpointsProtocol=https;AccountKey=CanaryAzureKey1==;x=y",
+        "DefaultEndpointsProtocol=https;AccountKey=[REDACTED];x=y",
+    ),
+    ("SharedAccessKey=CanarySasKey1;EntityPath=q", "SharedAccessKey=[REDACTED];EntityPath=q"),
+    ("?X-Amz-Date=1&X-Amz-Signature=CanaryAmzSig1&b=2", "?X-Amz-Date=1&X-Amz-Signature=[REDACTED]&b=2"),
+    ("key SG.CanarySendGrid12345.abcdefghijklmnopqrstu ok", "key [REDACTED] ok"),
+    ("secret whsec_CanaryWebhook1234567 ok", "secret [REDACTED] ok"),
+    ("encryption_key: CanaryEnc1", "encryption_key: [REDACTED]"),
+    ("MASTER_KEY=CanaryMaster1", "MASTER_KEY=[REDACTED]"),
+    ("signing-key=CanarySign1", "signing-key=[REDACTED]"),
+    ("passcode=CanaryCode1", "passcode=[REDACTED]"),
+    # look-alikes
+    ("function signature: foo(a, b)", "function signature: foo(a, b)"),
+    ("bypass the cache", "bypass the cache"),
+    ("ls -a /tmp && ssh -p 22 host", "ls -a /tmp && ssh -p 22 host"),
+    ("ssh://git@github.com/o/r.git", "ssh://git@github.com/o/r.git"),
+    ("https://docs.example.com@mirror/x", "https://docs.example.com@mirror/x"),
+]
+
+
+@pytest.mark.parametrize(("text", "shown"), MORE_LEAKS)
+def test_more_secret_shapes_are_redacted_and_look_alikes_kept(text: str, shown: str) -> None:
+    from loopguard.redact import redact_secrets
+
+    assert redact_secrets(text) == shown
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "encryption_key",
+        "master_key",
+        "signing_key",
+        "ssh_key",
+        "private_key_id",
+        "AccountKey",
+        "passcode",
+        "jwt",
+        "mnemonic",
+        "seed_phrase",
+    ],
+)
+def test_more_secret_named_keys_hide_their_values(key: str) -> None:
+    from loopguard.messages import arguments_preview
+
+    assert "CanaryStructured1" not in arguments_preview({key: "CanaryStructured1", "n": 1}, 300)
+
+
+def test_a_deny_reason_hides_the_new_shapes() -> None:
+    guard = ToolGuard(ToolGuardConfig(arguments_preview_chars=2000))
+    command = "redis-cli -a CanaryRedisPw2 ping; SSHPASS=CanarySshpass2 sshpass -e ssh h"
+    for _ in range(2):
+        guard.before_call("s", "bash", {"command": command})
+        guard.after_call("s", "bash", {"command": command}, "ok")
+    reason = guard.before_call("s", "bash", {"command": command}).reason
+    assert "Arguments:" in reason and "Canary" not in reason

@@ -260,6 +260,16 @@ def test_whole_words_head_drops_the_cut_word() -> None:
 #: END) and one per rule: a name or marker with nothing after it, runs of separators, quotes
 #: and backslashes, unclosed brackets, URL schemes without credentials.
 ADVERSARIAL = [
+    "redis-cli -a ",
+    "twine -p ",
+    "https://aaaaaaaaaaaaaaaaaaaa1@",
+    "https://a1",
+    "SG.",
+    "SG.aaaaaaaaaaaaaaaaaa.",
+    "whsec_",
+    "AccountKey=",
+    "amz-Signature",
+    "sshpass",
     "_a",
     "-a",
     "a:",

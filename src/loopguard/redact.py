@@ -92,8 +92,10 @@ def _start(before: str) -> str:
 # Each pattern below fails at a position after bounded work, or ends in one greedy run (which
 # then succeeds): scanning a text with finditer is linear.
 _PREFIXED_KEY = re.compile(
-    r"(?=[sprgxAh])" + _start("[A-Za-z0-9_-]") + r"(?:"
+    r"(?=[sprgxAhSw])" + _start("[A-Za-z0-9_-]") + r"(?:"
     r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
+    r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
+    r"|whsec_[A-Za-z0-9+/=]{16,}"
     r"|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}"
@@ -115,11 +117,14 @@ _HEX64 = re.compile(r"(?=[0-9A-Fa-f])" + _start("[0-9A-Fa-f]") + r"[0-9A-Fa-f]{6
 #: per position).  Groups ``auth`` (``Authorization``: the scheme word stays), ``cookie`` and
 #: ``set`` (``Set-Cookie``): headers whose value is the rest of their line.
 _NAME = re.compile(
-    r"(?=[sSpPcCaAtT])(?i:token"
-    r"|p(?:rivate[_-]?key|assphrase|ass[_-]?word|asswd|wd|(?<![a-z]p)ass)"
-    r"|s(?:ecret[_-]?(?:access[_-]?)?key|ecret|(?<![a-z]s)(?P<set>et-cookie))"
+    r"(?=[sSpPcCaAtTeEmM])(?i:token"
+    r"|p(?:rivate[_-]?key|assphrase|ass[_-]?word|asswd|asscode|wd|(?<![a-z]p)ass)"
+    r"|s(?:ecret[_-]?(?:access[_-]?)?key|ecret|hared[_-]?access[_-]?key|(?<=amz-s)ignature|igning[_-]?key|shpass"
+    r"|(?<![a-z]s)(?P<set>et-cookie))"
     r"|c(?:lient[_-]?secret|redentials?|(?<![a-z]c)(?P<cookie>ookie))"
-    r"|a(?:ccess[_-]?token|uth[_-]?token|pi[ _-]?key|(?P<auth>uthorization)|(?<![a-z]a)uth))"
+    r"|e(?:ncryption[_-]?key)"
+    r"|m(?:aster[_-]?key)"
+    r"|a(?:ccess[_-]?token|ccount[_-]?key|uth[_-]?token|pi[ _-]?key|(?P<auth>uthorization)|(?<![a-z]a)uth))"
 )
 #: After a name: an optional closing quote (JSON ``"password":``, escaped ``\"password\":``),
 #: then ``=``, ``:``, ``=>`` (PHP, Perl) or ``:=``.
@@ -164,9 +169,12 @@ _SQL = re.compile(
     r"(?i)(?=i)(?<![\w-])identified[ \t]+(?:with[ \t]+[^\s]{1,64}[ \t]+)?by[ \t]+(?:password[ \t]+)?(?=\S)"
 )
 #: Commands in which ``-p V`` (with a blank) is a password.
-_PW_COMMAND = re.compile(r"(?i)(?=[dpsm])(?<![\w./-])(?:(?:docker|podman)[ \t]+login|sshpass|mysql|mariadb)(?![\w.-])")
+_PW_COMMAND = re.compile(
+    r"(?i)(?=[dpsmtr])(?<![\w./-])(?:(?:docker|podman)[ \t]+login|sshpass|mysql|mariadb|twine|(?P<a>redis-cli))(?![\w.-])"
+)
 _COMMAND_REST = re.compile(r"[^\r\n;&|]*")
 _SPACED_P = re.compile(r"(?<=[ \t])-p[ \t]+(?=[^\s-])")
+_SPACED_A = re.compile(r"(?<=[ \t])-a[ \t]+(?=[^\s-])")  # redis-cli's password flag
 #: The text of an XML element (``<password>V</password>``): to the next tag.
 _XML_TEXT = re.compile(r"[^<]*")
 #: A YAML block scalar's header (``|``, ``>-``, ``|2``...) to its line's end, and one line.
@@ -201,6 +209,18 @@ _SECRET_KEYS = (
     "credential",
     "credentials",
     "cookie",
+    "passcode",
+    "accountkey",
+    "accesskey",
+    "encryptionkey",
+    "masterkey",
+    "signingkey",
+    "sshkey",
+    "privatekeyid",
+    "sharedaccesskey",
+    "mnemonic",
+    "seedphrase",
+    "jwt",
 )
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
 #: ``pass`` / ``auth`` as the last word of a key (``DB_PASS``, ``_auth``, ``npm auth``).
@@ -401,7 +421,8 @@ def _values_after(pattern: re.Pattern[str], text: str, skip: int | None = None) 
 
 def _password_commands(text: str, spans: list[Span]) -> None:
     """``-p V`` (a blank after ``-p``) in commands where ``-p`` is a password: ``docker login``,
-    ``podman login``, ``sshpass``, ``mysql``/``mariadb`` (not ``ssh -p 22``, ``mkdir -p``): the
+    ``podman login``, ``sshpass``, ``mysql``/``mariadb``, ``twine`` (not ``ssh -p 22``, ``mkdir
+    -p``), and ``redis-cli``'s ``-a V``: the
     first one up to the end of the command (``;``, ``&``, ``|``, a line end).  Each command is
     read once."""
     pos = 0
@@ -411,7 +432,7 @@ def _password_commands(text: str, spans: list[Span]) -> None:
             return
         command_end = _COMMAND_REST.match(text, m.end()).end()  # type: ignore[union-attr]
         pos = max(m.end(), command_end)
-        flag = _SPACED_P.search(text, m.end(), command_end)
+        flag = (_SPACED_A if m.group("a") else _SPACED_P).search(text, m.end(), command_end)
         if flag is not None:
             value = _value(text, flag.end())
             if value is not None:
@@ -427,8 +448,18 @@ def _short_password(text: str, spans: list[Span]) -> None:
     spans += _values_after(_SHORT_P_OTHER, text, skip=2)
 
 
+#: a URL's userinfo without a password this long, with letters and digits, is a token
+_TOKEN_USERINFO = 20
+
+
+def _token_like(text: str, start: int, end: int) -> bool:
+    part = text[start:end]
+    return any(c.isdigit() for c in part) and any(c.isalpha() for c in part) and "." not in part
+
+
 def _url_credentials(text: str, spans: list[Span]) -> None:
-    """The password of ``scheme://user:password@host``; each authority is read once."""
+    """The password of ``scheme://user:password@host``, and a token given as the whole userinfo
+    (``https://<token>@host``, 20+ letters and digits); each authority is read once."""
     i = text.find("://")
     while i >= 0:
         start = i + 3
@@ -438,6 +469,8 @@ def _url_credentials(text: str, spans: list[Span]) -> None:
             colon = text.find(":", start, at) if at > start else -1
             if 0 <= colon < at - 1:
                 spans.append((colon + 1, at))
+            elif colon < 0 and at - start >= _TOKEN_USERINFO and _token_like(text, start, at):
+                spans.append((start, at))  # https://<token>@github.com: the userinfo is the token
             start = max(start, end)
         i = text.find("://", start)
 
