@@ -209,12 +209,21 @@ def _run(args: argparse.Namespace) -> int:
     return 2 if stats.bad_count else 0
 
 
+_DESCRIPTION = (
+    "Reads JSON Lines decision logs (configure_decision_log; plain or .gz; lines of other loggers are "
+    "counted and left out) and prints, per action and rule, the records and the distinct sessions, then "
+    "the stop hints (SessionConfig(hint=...)): hints given, hints a cap refused, and the outcomes of their "
+    f"observations ('not enough data' below {MIN_OBSERVATIONS} concluded ones). Exit 0, or 2 when a line or "
+    "a file could not be read."
+)
+
+
 def register(commands: Any) -> None:
     """Add the ``stats`` command to the ``loopguard`` parser's subcommands."""
     stats = commands.add_parser(
         "stats",
         help="what the guard did, from its JSON Lines decision logs (counts per action and rule, stop-hint outcomes)",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=_DESCRIPTION,
     )
     stats.add_argument("paths", nargs="+", metavar="LOG", help="decision log files (.jsonl, .log, .gz) or folders")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
