@@ -175,9 +175,9 @@ def _cut_segments(segments: list[_Segment], cut: int, marker: str, owners: list[
     for container, key in reversed(doomed):  # later parts of the channel go
         if isinstance(container, list):
             del container[key]
-        elif isinstance(container, dict) and container.get("type") in ("text", "thinking"):
+        elif isinstance(container, dict):
             owner = next((lst for lst in owners if any(item is container for item in lst)), None)
-            if owner is not None:  # a later Claude Code block of the channel goes
+            if owner is not None:  # a later part / block of the channel goes
                 del owner[next(i for i, item in enumerate(owner) if item is container)]
             else:
                 container[key] = ""
@@ -377,7 +377,7 @@ def _plan_file(
                 _, removed, marker, _ = prune_text(original, Detection("cut", channel, 0, 0, cut), language)
                 if not removed:
                     continue
-                _cut_segments(segments[channel], cut, marker, _content_lists(kind, loop_lines, plan))
+                _cut_segments(segments[channel], cut, marker, _content_lists(kind, message, loop_lines, plan))
                 result.removed += removed
                 plan.changed.update(loop_lines)
             if any(line in plan.changed for line in loop_lines):
@@ -423,14 +423,19 @@ def _message_lines(kind: str, message: Message, cc_lines: dict[tuple[Any, Any], 
     return [where["line"]]
 
 
-def _content_lists(kind: str, lines: list[int], plan: _Plan) -> list[list[Any]]:
-    if kind != "claude-code":
-        return []
+def _content_lists(kind: str, message: Message, lines: list[int], plan: _Plan) -> list[list[Any]]:
+    """The lists of parts / blocks a later part of a cut channel is removed from."""
+    if kind == "claude-code":
+        bodies = [plan.records[line]["message"] for line in lines]
+    elif kind == "chat-records":
+        bodies = [plan.records[lines[0]]["messages"][message.where["message"]]]
+    else:
+        bodies = [plan.records[lines[0]]]
     out = []
-    for line in lines:
-        content = plan.records[line]["message"].get("content")
-        if isinstance(content, list):
-            out.append(content)
+    for body in bodies:
+        for key in ("content", "reasoning_content", "reasoning"):
+            if isinstance(body.get(key), list):
+                out.append(body[key])
     return out
 
 
