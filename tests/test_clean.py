@@ -183,6 +183,7 @@ def test_appended_during_the_run_is_refused(
     assert path.read_bytes() == original + line  # the host's write is kept, nothing replaced
     assert not [p for p in real_copies.rglob("*") if p.is_file() and clean.BACKUP_FOLDER in str(p)]
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".loopguard-tmp")]
+    assert not (path.parent / clean.BACKUP_FOLDER).exists()  # no empty backup folder left either
 
 
 @shared_data
@@ -323,3 +324,14 @@ def test_output_is_printable(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["clean", "--dry-run", str(path)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "would clean" in out
+
+
+def test_symbolic_link_target_is_cleaned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = _write(tmp_path / "data.jsonl", [json.dumps({"text": LOOP})])
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    code, report = _run(capsys, "--backup-dir", str(tmp_path / "b"), str(link))
+    assert code == 0 and report["files"][0]["status"] == "cleaned" and report["files"][0]["path"] == str(link)
+    assert link.is_symlink() and _text_loops(target) == 0
+    assert main(["clean", "--undo", str(tmp_path / "b")]) == 0
+    assert json.loads(target.read_text(encoding="utf-8")) == {"text": LOOP}

@@ -526,6 +526,7 @@ def clean_file(
     """Clean one file (see the module docs); never raises for bad input."""
     config = config or TextConfig()
     result = CleanResult(path)
+    shown, path = path, os.path.realpath(path)  # a symbolic link: its target is cleaned, the link stays
     try:
         size, mtime = _stat(path)
         if not force and not dry_run and time.time() - mtime / 1e9 < RECENT_SECONDS:
@@ -541,14 +542,14 @@ def clean_file(
             result.reason = "compressed: decompress it to clean it"
             return result
         bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
-        text = decode_text(data, path)
-        kind, payload = sniff(text, path, field=field_name)
+        text = decode_text(data, shown)
+        kind, payload = sniff(text, shown, field=field_name)
         result.format = kind
         if kind not in _CLEANABLE:
-            _report_other(kind, payload, path, config, result)
+            _report_other(kind, payload, shown, config, result)
             return result
         originals = {line: json.loads(json.dumps(record)) for line, record in payload if line is not None}
-        plan, planned = _plan_file(kind, payload, path, text, action, field_name, config, language)
+        plan, planned = _plan_file(kind, payload, shown, text, action, field_name, config, language)
     except _NotCleanable as exc:
         result.status, result.reason = "not cleanable", str(exc)
         return result
@@ -556,10 +557,10 @@ def clean_file(
         result.status, result.reason = "unreadable", str(exc)
         return result
     except (OSError, ValueError, RecursionError) as exc:
-        result.status, result.reason = "unreadable", f"{path}: {exc}"
+        result.status, result.reason = "unreadable", f"{shown}: {exc}"
         return result
-    planned.backup = None
     result = planned
+    result.path = shown
     if not result.records:
         result.status = "not cleanable" if result.not_cleanable else "clean"
         return result
@@ -675,8 +676,15 @@ class _Backups:
         return target
 
     def forget(self, backup: str) -> None:
+        """Remove a backup whose file was not changed (and its folders, when left empty)."""
+        folder = os.path.dirname(backup)
         try:
             os.unlink(backup)
+            if not os.listdir(folder):
+                os.rmdir(folder)
+                self.folders = {k: v for k, v in self.folders.items() if v != folder}
+                if self.root is None and os.path.basename(os.path.dirname(folder)) == BACKUP_FOLDER:
+                    os.rmdir(os.path.dirname(folder))  # fails, as it should, when other runs are there
         except OSError:
             pass
 
