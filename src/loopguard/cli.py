@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from . import clean as clean_command
 from . import stats as stats_command
 from .config import PROFILES, TextConfig
 from .errors import InputError
@@ -903,6 +904,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.set_defaults(run=_eval_command)
     stats_command.register(commands)
+    clean_command.register(commands)
     return parser
 
 
