@@ -296,3 +296,16 @@ def test_ten_thousand_findings(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert size < 10_000 * 8_000  # bounded per finding
     cells = ["".join(td.itertext()) for td in by_id(root, "summary").iter(NS + "td")]
     assert cells[2:5] == ["10000", "0", "0"]
+
+
+def test_other_outputs_unchanged(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--html beside the normal output, --json or --summary: that output is as without it, the page the same."""
+    pages = []
+    for extra in ((), ("--json",), ("--summary",)):
+        plain = main(["scan", "--no-progress", *extra, str(EXAMPLE)]), capsys.readouterr()
+        out = tmp_path / f"{len(pages)}.html"
+        with_html = main(["scan", "--no-progress", *extra, "--html", str(out), str(EXAMPLE)]), capsys.readouterr()
+        assert with_html == plain
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1] == pages[2]
+    assert not list(tmp_path.glob(".loopguard-*"))  # the temporary page was renamed

@@ -77,6 +77,10 @@ ol.timeline li.run{border-left-color:#e0a000}ol.timeline li.loop{border-left-col
 """
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
 def _rule(finding: GuardFinding) -> str:
     """The rule as scan prints it: ``repeat``, ``locked (repeat)``."""
     return finding.kind if finding.kind == finding.rule else f"{finding.kind} ({finding.rule})"
@@ -283,7 +287,8 @@ class HtmlReport:
         body.write(
             f'<section><h2 id="{anchor}">{_e(report.path)}</h2>\n<p class="meta">format {_e(report.format or "—")}'
         )
-        body.write(f" · {_e(status)} · {loops} text loops, {runs} tool runs, {guards} guard decisions</p>\n")
+        counted = f"{_n(loops, 'text loop')}, {_n(runs, 'tool run')}, {_n(guards, 'guard decision')}"
+        body.write(f" · {_e(status)} · {counted}</p>\n")
         if report.error is not None:
             body.write(f"<p>unreadable: {_e(str(report.error))}</p>\n")
         for bad in report.bad_lines[:100]:
@@ -314,8 +319,8 @@ class HtmlReport:
                     '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
                     "<title>loopguard scan report</title>\n"
                     f"<style>{_CSS}</style></head><body>\n<h1>loopguard scan report</h1>\n"
-                    f'<p class="meta">{t["files"]} files · {t["text loops"]} text loops · {t["tool runs"]} tool runs'
-                    f" · {t['guard findings']} guard decisions. In each loop's text the "
+                    f'<p class="meta">{_n(t["files"], "file")} · {_n(t["text loops"], "text loop")}'
+                    f" · {_n(t['tool runs'], 'tool run')} · {_n(t['guard findings'], 'guard decision')}. In each loop's text the "
                     '<span class="kept">kept</span> part ends at the cut <span class="cut">✂</span>, '
                     'the <del class="pruned">pruned</del> part follows; secrets are redacted.</p>\n'
                     '<table id="summary"><thead><tr><th>file</th><th>format</th><th>text loops</th><th>tool runs</th>'
