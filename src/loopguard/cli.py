@@ -42,6 +42,7 @@ from .toolruns import (
     GuardFinding,
     RunFinder,
     ToolRun,
+    call_hash,
     find_runs,
     guard_conversation,
 )
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 __all__ = ["FileReport", "FindingSpool", "TextFinding", "build_parser", "main", "scan_file", "scan_log"]
 
 EXCERPT_CHARS = 80
+#: Code points of the text shown before and after a loop's cut in the HTML report.
+CONTEXT_CHARS = 1500
 
 _SCAN_DESCRIPTION = f"""\
 Scan stored agent logs for loops and report where each one is and where it
@@ -120,12 +123,20 @@ class TextFinding:
         (:func:`loopguard.redact.redact_excerpt`).
     length : int
         Length of the channel text (code points).
+    kept : str
+        Up to :data:`CONTEXT_CHARS` code points of the text before the cut (the end of what
+        is kept), secrets redacted; for ``loopguard scan --html``.
+    pruned : str
+        Up to :data:`CONTEXT_CHARS` code points from the cut (the start of what would be
+        pruned), secrets redacted.
     """
 
     detection: Detection
     where: dict[str, Any]
     excerpt: str
     length: int
+    kept: str = ""
+    pruned: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """``Detection.to_dict()`` plus ``where``; the evidence's ``phrases`` redacted."""
@@ -175,6 +186,9 @@ class FileReport:
     sink : FindingSpool | None
         Where the findings went instead of the lists above (the normal output and
         ``--json`` of ``loopguard scan``); the report keeps their counts.
+    calls : list[tuple[str, str]]
+        On the report of one conversation a sink gets: its tool calls in order, as
+        ``(name, call hash)`` (never the arguments), for the HTML report's timeline.
     """
 
     path: str
@@ -189,6 +203,7 @@ class FileReport:
     counts_only: bool = False
     counted: dict[str, int] = field(default_factory=dict)
     sink: FindingSpool | None = None
+    calls: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def has_loop(self) -> bool:
@@ -274,7 +289,15 @@ def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
     found += detector.finish()
     found.sort(key=lambda d: CHANNELS.index(d.channel))  # stable: detection order within a channel
     found = [_redacted_phrases(texts[d.channel], d) for d in found]
-    return [TextFinding(d, message.where, _excerpt(texts[d.channel], d), len(texts[d.channel])) for d in found]
+    return [_finding(texts[d.channel], d, message.where) for d in found]
+
+
+def _finding(text: str, detection: Detection, where: dict[str, Any]) -> TextFinding:
+    """The finding, with the text either side of the cut (redacted before it is cut)."""
+    cut = min(max(detection.cut, 0), len(text))
+    kept = redact_excerpt(text, max(0, cut - CONTEXT_CHARS), cut)
+    pruned = redact_excerpt(text, cut, cut + CONTEXT_CHARS)
+    return TextFinding(detection, where, _excerpt(text, detection), len(text), kept, pruned)
 
 
 def _redacted_phrases(text: str, detection: Detection) -> Detection:
@@ -413,6 +436,7 @@ class _ConversationScan:
         report = self.report
         report.loops += scan_message(message, self.config)
         for call in message.tool_calls:
+            report.calls.append((call.name, call_hash(call.name, call.args)))
             run = self.runs.add(call)
             if run is not None:
                 report.tool_runs.append(run)
@@ -581,6 +605,7 @@ def scan_conversation(conversation: Conversation, config: TextConfig, report: Fi
     if report.counts_only or report.sink is not None:
         one = FileReport(report.path, report.format)
         scan_conversation(conversation, config, one)
+        one.calls = [(call.name, call_hash(call.name, call.args)) for call in conversation.tool_calls()]
         _absorb(report, one)
         return
     for message in conversation.messages:
@@ -766,7 +791,12 @@ def _guard_entries(report: FileReport) -> list[list[str]]:
 
 
 def _text_entries(report: FileReport) -> list[list[str]]:
-    entries: list[list[str]] = []
+    return [_loop_lines(finding, kinds, strong) for finding, kinds, strong in text_loops(report)]
+
+
+def text_loops(report: FileReport) -> list[tuple[TextFinding, str, bool]]:
+    """The text loops as scan lists them: ``(finding, kinds, strong)``, one per loop (see below)."""
+    entries: list[tuple[TextFinding, str, bool]] = []
     # a strong near_cycle report confirms the weak report of its episode (the one before it):
     # the episode is listed once, in the place of its first report, as a loop, and
     # at the confirming report's start and cut when another detector reports the loop there (a
@@ -801,7 +831,7 @@ def _text_entries(report: FileReport) -> list[list[str]]:
         key = (repr(finding.where), d.channel, d.start, d.cut)
         kinds = shown.pop(key, None)
         if kinds is not None:
-            entries.append(_loop_lines(finding, " + ".join(kinds), acted[key]))
+            entries.append((finding, " + ".join(kinds), acted[key]))
     return entries
 
 
@@ -847,6 +877,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-progress",
         action="store_true",
         help="no progress bar (it is shown only on a terminal, for 2+ files or a file of 16 MiB or more)",
+    )
+    scan.add_argument(
+        "--html",
+        metavar="PATH",
+        help="also write one self-contained HTML page of the findings (no script, no external asset)",
     )
     scan.set_defaults(run=_scan_command)
     evaluate = commands.add_parser(
@@ -1005,9 +1040,16 @@ def _scan_command(args: argparse.Namespace) -> int:
     deferred: list[str] = []
     progress = _ScanProgress(len(targets), not args.no_progress)
     defer = progress.active and sys.stdout.isatty()  # keep the bar from tearing terminal output
+    html = None
+    if args.html:
+        from .html_report import HtmlReport
+
+        html = HtmlReport(args.html)
     try:
         for path, error in targets:
             sink = None if args.summary and not args.json else FindingSpool(json_output=args.json)
+            if html is not None:
+                sink = html.sink(sink)
             if error:
                 report = FileReport(path, None, error=error)
             else:
@@ -1047,7 +1089,7 @@ def _scan_command(args: argparse.Namespace) -> int:
                 else:  # written piece by piece: the line is never whole in memory
                     _write_pieces(report.sink.json_text(report))
                     lines = []
-            elif report.sink is not None:
+            elif report.sink is not None and not args.summary:
                 lines = report.sink.human_lines(report, show_clean=args.all, max_findings=args.max_findings)
             elif args.json:
                 lines = [json.dumps(report.to_dict())]
@@ -1062,11 +1104,17 @@ def _scan_command(args: argparse.Namespace) -> int:
                 deferred += lines
             else:
                 _write(lines)
+            if html is not None:
+                html.add_file(report)
             if sink is not None:
                 sink.close()
             progress.file_done()
+        if html is not None:
+            html.finish()
     finally:
         progress.stop()
+        if html is not None:
+            html.close()
     _write(deferred)
     if args.summary and not args.json:
         _write(
