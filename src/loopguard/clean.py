@@ -60,12 +60,12 @@ from .logs.chat import read_chat, read_chat_records
 from .logs.claude_code import read_claude_code
 from .logs.dataset import dataset_field, read_dataset
 from .logs.sniff import compression_of, decode_text, sniff
-from .messages import pick_language, render
+from .messages import prune_text
 from .terminal import printable
 from .text import Detection
 from .toolruns import find_runs
 
-__all__ = ["ACTIONS", "RECENT_SECONDS", "CleanResult", "clean_paths", "marker_for", "prune_text", "register", "undo"]
+__all__ = ["ACTIONS", "RECENT_SECONDS", "CleanResult", "clean_paths", "register", "undo"]
 
 #: What ``--action`` can do to a looping record.
 ACTIONS = ("prune", "drop", "flag")
@@ -84,30 +84,6 @@ _REASONING_PARTS = frozenset({"reasoning", "thinking", "reasoning_text", "summar
 
 def _before_replace(path: str) -> None:
     """Called between the temporary file's fsync and the checks before ``os.replace`` (a test seam)."""
-
-
-# --------------------------------------------------------------------------- the prune
-
-
-def marker_for(kept: str, original: str, channel: str, removed: int, language: str = "auto") -> str:
-    """The marker the live guard appends (:meth:`loopguard.stream.StreamGuard._prune`): the
-    ``marker_reasoning`` / ``marker_text`` template with the removed code points, on its own line."""
-    if not removed:
-        return ""
-    lang = pick_language(language, kept or original)
-    marker = render("marker_reasoning" if channel == "reasoning" else "marker_text", lang, count=removed)
-    if kept and not kept.endswith("\n"):
-        marker = "\n" + marker
-    return marker
-
-
-def prune_text(original: str, detection: Detection, language: str = "auto") -> tuple[int, int, str, str]:
-    """``(cut, removed, marker, kept)``: ``original[:cut]`` plus the live guard's marker line."""
-    cut = max(0, min(detection.cut, len(original)))
-    removed = len(original) - cut
-    kept = original[:cut]
-    marker = marker_for(kept, original, detection.channel, removed, language)
-    return cut, removed, marker, kept + marker
 
 
 # --------------------------------------------------------------------------- where a channel is stored
@@ -305,7 +281,7 @@ def _cuts(message: Message, config: TextConfig, language: str) -> dict[str, int]
     cuts: dict[str, int] = {}
     for _ in range(_MAX_PASSES):
         current = {
-            channel: prune_text(texts[channel], Detection("cut", channel, 0, 0, cuts[channel]), language)[3]
+            channel: prune_text(texts[channel], cuts[channel], channel, language)[3]
             if channel in cuts
             else texts[channel]
             for channel in texts
@@ -374,7 +350,7 @@ def _plan_file(
                 if "".join(_value(s) for s in segments[channel]) != original:  # not where the reader found it
                     result.not_cleanable["text loops"] = result.not_cleanable.get("text loops", 0) + 1
                     continue
-                _, removed, marker, _ = prune_text(original, Detection("cut", channel, 0, 0, cut), language)
+                _, removed, marker, _ = prune_text(original, cut, channel, language)
                 if not removed:
                     continue
                 _cut_segments(segments[channel], cut, marker, _content_lists(kind, message, loop_lines, plan))

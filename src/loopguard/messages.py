@@ -21,7 +21,16 @@ from .redact import redact_head, redact_secrets, redact_value
 from .results import stable_text
 from .terminal import shown_name
 
-__all__ = ["SOURCE", "LANGUAGES", "pick_language", "render", "arguments_preview", "TEMPLATES"]
+__all__ = [
+    "SOURCE",
+    "LANGUAGES",
+    "pick_language",
+    "render",
+    "arguments_preview",
+    "TEMPLATES",
+    "prune_marker",
+    "prune_text",
+]
 
 #: The tag every intervention carries (``Intervention.source``) and starts with.
 SOURCE = "loopguard"
@@ -323,3 +332,32 @@ def arguments_preview(args: Any, limit: int) -> str:
     # reach the preview plus SECRET_MARGIN: a secret starting in the preview is read whole
     shown, cut = redact_head(text, limit)
     return shown + ("…" if cut else "")
+
+
+def prune_marker(kept: str, original: str, channel: str, removed: int, language: str = "auto") -> str:
+    """The marker line a prune appends: the ``marker_reasoning`` (``channel == "reasoning"``) or
+    ``marker_text`` template with ``removed`` (code points), in ``language`` (``"auto"``: told from
+    ``kept``, else ``original``), on its own line (a newline first when ``kept`` does not end with
+    one); ``""`` when nothing was removed.  SPEC §5 (the marker after a cut)."""
+    if not removed:
+        return ""
+    lang = pick_language(language, kept or original)
+    marker = render("marker_reasoning" if channel == "reasoning" else "marker_text", lang, count=removed)
+    if kept and not kept.endswith("\n"):
+        marker = "\n" + marker
+    return marker
+
+
+def prune_text(
+    original: str, cut: int, channel: str, language: str = "auto", *, marker: bool = True
+) -> tuple[int, int, str, str]:
+    """``(cut, removed, marker, kept)`` of pruning ``original`` at ``cut``: ``cut`` clamped to
+    ``[0, len(original)]``, ``removed = len(original) - cut`` code points, the marker line of
+    :func:`prune_marker` (``""`` when ``marker`` is false or nothing was removed), and
+    ``kept = original[:cut] + marker``.  The one prune of the live guard
+    (:class:`loopguard.StreamGuard`) and of ``loopguard clean``."""
+    cut = max(0, min(cut, len(original)))
+    removed = len(original) - cut
+    head = original[:cut]
+    line = prune_marker(head, original, channel, removed, language) if marker else ""
+    return cut, removed, line, head + line

@@ -937,20 +937,9 @@ class StreamGuard:
         )
 
     def _prune(self, original: str, detection: Detection) -> tuple[int, int, str, str]:
-        """``(cut, removed, marker, kept)`` for the cut channel: ``original[:cut]`` plus the
-        marker line (``cut`` clamped to the text; ``removed`` code points)."""
+        """``(cut, removed, marker, kept)`` for the cut channel (:func:`messages.prune_text`)."""
         cfg = self.config
-        cut = max(0, min(detection.cut, len(original)))
-        removed = len(original) - cut
-        kept = original[:cut]
-        marker = ""
-        if cfg.marker and removed:
-            lang = messages.pick_language(cfg.language, kept or original)
-            kind = "marker_reasoning" if detection.channel == "reasoning" else "marker_text"
-            marker = messages.render(kind, lang, count=removed)
-            if kept and not kept.endswith("\n"):
-                marker = "\n" + marker
-        return cut, removed, marker, kept + marker
+        return messages.prune_text(original, detection.cut, detection.channel, cfg.language, marker=cfg.marker)
 
     def _rescue(self, stopped: bool, called: bool, verdict: Verdict, clean: bool) -> tuple[bool, bool]:
         """``(should_resume, cancelled)`` of a pruned stream, and the session's rescue count.
