@@ -181,9 +181,30 @@ def test_appended_during_the_run_is_refused(
     assert code == 2
     assert report["files"][0]["status"] == "refused" and "changed while" in report["files"][0]["reason"]
     assert path.read_bytes() == original + line  # the host's write is kept, nothing replaced
+    os.utime(path, (time.time() - 3600, time.time() - 3600))
+    code, report = _run(capsys, "--force", str(path))  # --force never loses what the host wrote
+    assert code == 2 and "changed while" in report["files"][0]["reason"]
+    assert path.read_bytes() == original + line + line
     assert not [p for p in real_copies.rglob("*") if p.is_file() and clean.BACKUP_FOLDER in str(p)]
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".loopguard-tmp")]
     assert not (path.parent / clean.BACKUP_FOLDER).exists()  # no empty backup folder left either
+
+
+@shared_data
+def test_touched_during_the_run_is_refused_unless_forced(
+    real_copies: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the mtime changed between the read and the replace (the content is the same): refused,
+    and cleaned with --force."""
+    path = real_copies / "reasoning" / "zeroeval_gemma-2-2b-it_math-l5.jsonl"
+    original = path.read_bytes()
+    monkeypatch.setattr(clean, "_before_replace", lambda name: os.utime(name, (1.0, 1.0)))
+    code, report = _run(capsys, str(path))
+    assert code == 2 and "touched while" in report["files"][0]["reason"] and "--force" in report["files"][0]["reason"]
+    assert path.read_bytes() == original
+    code, report = _run(capsys, "--force", str(path))
+    assert code == 0 and report["files"][0]["status"] == "cleaned" and report["files"][0]["pruned"] > 0
+    assert path.read_bytes() != original
 
 
 @shared_data
@@ -304,9 +325,26 @@ def test_undo_refuses_a_file_changed_since(tmp_path: Path, capsys: pytest.Captur
     changed = path.read_bytes()
     capsys.readouterr()
     assert main(["clean", "--undo", str(backups)]) == 2
-    assert "changed since the clean" in capsys.readouterr().out and path.read_bytes() == changed
+    assert "changed since the clean" in capsys.readouterr().err and path.read_bytes() == changed
     assert main(["clean", "--undo", "--force", str(backups / clean.MANIFEST)]) == 0
     assert path.read_bytes() == original
+
+
+def test_undo_of_what_is_no_manifest_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--undo of a JSON file that is no manifest, or of a folder without one: one line each on
+    standard error with the reason, nothing on standard output, exit 2, nothing written."""
+    other = tmp_path / "other.json"
+    other.write_text('{"files": 3}')
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["clean", "--undo", str(other), str(empty)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        f"loopguard: error: {other}: unreadable: not a loopguard manifest: 'int' object is not iterable",
+        f"loopguard: error: {empty}: unreadable: no backup manifest here (give a manifest.json or its backup folder)",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "other.json"] and not list(empty.iterdir())
 
 
 def test_compressed_and_unknown_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -309,3 +309,65 @@ def test_other_outputs_unchanged(capsys: pytest.CaptureFixture[str], tmp_path: P
         pages.append(out.read_bytes())
     assert pages[0] == pages[1] == pages[2]
     assert not list(tmp_path.glob(".loopguard-*"))  # the temporary page was renamed
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("{input}", "is one of the files to scan: the HTML report would replace it"),
+        ("{link}", "is one of the files to scan: the HTML report would replace it"),
+        ("{tmp}/missing/report.html", "the HTML report's folder does not exist"),
+        ("{tmp}", "is a folder: give the HTML report a file path"),
+        ("-", "the HTML report cannot go to standard output: give a file path"),
+    ],
+)
+def test_bad_report_path_refused_before_the_scan(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str, message: str
+) -> None:
+    """A report path that cannot be written, or would replace an input, is refused with one line and
+    exit 2 before anything is scanned; the input is untouched and no file is written."""
+    log = tmp_path / "in.jsonl"
+    log.write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "link.jsonl").symlink_to(log)
+    out = where.format(input=log, link=tmp_path / "link.jsonl", tmp=tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["scan", "--no-progress", "--html", out, str(log)])
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (2, "", f"loopguard: error: {out}: {message}\n")
+    assert log.read_bytes() == EXAMPLE.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_report_in_a_scanned_folder_is_not_scanned(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Scanning a folder twice with the page inside it: the second run does not read the first page
+    as a log (same findings, same page)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "agent-loop.jsonl").write_bytes(EXAMPLE.read_bytes())
+    out = folder / "report.html"
+    runs = []
+    for _ in range(2):
+        code = main(["scan", "--no-progress", "--html", str(out), str(folder)])
+        runs.append((code, capsys.readouterr().out, out.read_bytes()))
+    assert runs[0] == runs[1]
+    assert runs[0][0] == 1 and "scanned 1 file: 1 with loops" in runs[0][1]
+
+
+def test_report_write_failure_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the page cannot be written at the end (the disk filled), the scan's own output stands,
+    the error is one line naming the path and the exit status is 2."""
+    from loopguard import html_report
+
+    def full(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(html_report.os, "replace", full)
+    out = tmp_path / "r.html"
+    plain = main(["scan", "--no-progress", str(EXAMPLE)]), capsys.readouterr().out
+    code = main(["scan", "--no-progress", "--html", str(out), str(EXAMPLE)])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, plain[1])
+    assert captured.err == f"loopguard: error: {out}: the HTML report was not written: No space left on device\n"
+    assert sorted(tmp_path.iterdir()) == []

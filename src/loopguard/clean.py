@@ -31,8 +31,9 @@ Safety: before a file changes, its bytes are copied into the run's backup folder
 ``manifest.json`` lists for each file the original path, the backup, sha256/size/mtime
 before and after, the loopguard version and the options.  The new content is written to a
 temporary file in the same folder, fsynced, and moved over the original with ``os.replace``.
-A file modified in the last 60 seconds, or changed between its read and the replace (size,
-mtime or sha256), is refused (exit status 2) unless ``--force``.  ``--undo BACKUP...`` restores
+A file modified in the last 60 seconds, or whose mtime changed between its read and the
+replace, is refused (exit status 2) unless ``--force``; one whose content changed in between
+is refused even with ``--force`` (the host's new lines would be lost).  ``--undo BACKUP...`` restores
 each file of a manifest (or backup folder) byte-identical, refusing one whose content is no
 longer what clean wrote unless ``--force``.
 """
@@ -600,8 +601,10 @@ def _replace(path: str, data: bytes, new: bytes, seen: tuple[int, int], backups:
         _before_replace(path)
         with open(path, "rb") as fh:
             now = fh.read()
-        if (_stat(path) != seen or now != data) and not force:
-            raise _Refused("changed while it was being cleaned (still being written?); --force to clean it")
+        if now != data:  # even with --force: what the host wrote meanwhile would be lost
+            raise _Refused("changed while it was being cleaned (still being written?); clean it when nothing writes it")
+        if _stat(path) != seen and not force:
+            raise _Refused("touched while it was being cleaned (still being written?); --force to clean it")
         os.replace(temp, path)
     except BaseException:
         if os.path.exists(temp):
@@ -741,13 +744,14 @@ def clean_paths(
     return results
 
 
-def _manifests(paths: Sequence[str]) -> Iterator[tuple[str, InputError | None]]:
+def _manifests(paths: Sequence[str]) -> Iterator[tuple[str, str | None]]:
+    """``(manifest, None)`` for each of ``paths`` with a manifest, else ``(path, why not)``."""
     for path in paths:
         manifest = os.path.join(path, MANIFEST) if os.path.isdir(path) else path
         if os.path.isfile(manifest):
             yield manifest, None
         else:
-            yield manifest, InputError("no backup manifest here (give a manifest.json or its backup folder)", path=path)
+            yield path, "no backup manifest here (give a manifest.json or its backup folder)"
 
 
 def undo(paths: Sequence[str], *, force: bool = False) -> list[CleanResult]:
@@ -755,7 +759,7 @@ def undo(paths: Sequence[str], *, force: bool = False) -> list[CleanResult]:
     results = []
     for manifest, error in _manifests(paths):
         if error is not None:
-            results.append(CleanResult(manifest, status="unreadable", reason=str(error)))
+            results.append(CleanResult(manifest, status="unreadable", reason=error))
             continue
         try:
             with open(manifest, encoding="utf-8") as fh:
@@ -764,9 +768,7 @@ def undo(paths: Sequence[str], *, force: bool = False) -> list[CleanResult]:
                 (str(e["path"]), str(e["backup"]), str(e["sha256_before"]), str(e["sha256_after"]), e) for e in files
             ]
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            results.append(
-                CleanResult(manifest, status="unreadable", reason=f"{manifest}: not a loopguard manifest: {exc}")
-            )
+            results.append(CleanResult(manifest, status="unreadable", reason=f"not a loopguard manifest: {exc}"))
             continue
         folder = os.path.dirname(manifest)
         for path, name, before, after, entry in entries:
@@ -835,11 +837,10 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         for result in results:
-            shown = (
-                result.line()
-                if not args.undo or result.status == "refused"
-                else f"{printable(result.path)}: {result.status}"
-            )
+            if result.status in ("refused", "unreadable"):  # on standard error, with the reason
+                print(f"loopguard: error: {printable(result.line())}", file=sys.stderr)
+                continue
+            shown = result.line() if not args.undo else f"{printable(result.path)}: {result.status}"
             write(printable(shown) + "\n")
         if not args.undo:
             t = _totals(results)
@@ -905,7 +906,9 @@ def register(commands: Any) -> None:
         help=f"backup folder (default: {BACKUP_FOLDER}/<UTC timestamp>/ beside each file)",
     )
     clean.add_argument(
-        "--force", action="store_true", help="clean a file modified recently or during the run; undo a changed file"
+        "--force",
+        action="store_true",
+        help="clean a file modified recently or touched during the run (never one whose content changed during it); undo a changed file",
     )
     clean.add_argument("--json", action="store_true", help="print one JSON object")
     clean.set_defaults(run=_run)

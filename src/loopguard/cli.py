@@ -1034,17 +1034,22 @@ class _ScanProgress:
 def _scan_command(args: argparse.Namespace) -> int:
     config = TextConfig(args.profile)
     targets = expand_paths(args.paths)
+    html = None
+    if args.html:
+        from .html_report import HtmlReport, check_output
+
+        try:
+            targets = check_output(args.html, args.paths, targets)
+        except InputError as exc:
+            print(f"loopguard: error: {_show(str(exc))}", file=sys.stderr)
+            return 2
+        html = HtmlReport(args.html)
     status = 0
     counts = {"loops": 0, "clean": 0, "unreadable": 0, "bad lines": 0, "cut short": 0}
     totals = {"text loops": 0, "tool runs": 0, "guard findings": 0, "after cancel": 0}
     deferred: list[str] = []
     progress = _ScanProgress(len(targets), not args.no_progress)
     defer = progress.active and sys.stdout.isatty()  # keep the bar from tearing terminal output
-    html = None
-    if args.html:
-        from .html_report import HtmlReport
-
-        html = HtmlReport(args.html)
     try:
         for path, error in targets:
             sink = None if args.summary and not args.json else FindingSpool(json_output=args.json)
@@ -1110,7 +1115,14 @@ def _scan_command(args: argparse.Namespace) -> int:
                 sink.close()
             progress.file_done()
         if html is not None:
-            html.finish()
+            try:
+                html.finish()
+            except OSError as exc:  # the disk filled, the folder went away: the scan's output stands
+                print(
+                    f"loopguard: error: {_show(args.html)}: the HTML report was not written: {exc.strerror or exc}",
+                    file=sys.stderr,
+                )
+                status = 2
     finally:
         progress.stop()
         if html is not None:

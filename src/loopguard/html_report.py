@@ -20,14 +20,15 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from .cli import FileReport, FindingSpool, TextFinding, _status, text_loops, where_label
+from .errors import InputError
 from .terminal import printable, shown_name
 from .toolruns import GuardFinding, hash_prefix
 
-__all__ = ["MAX_TIMELINE_GROUPS", "HtmlReport", "safe_text"]
+__all__ = ["MAX_TIMELINE_GROUPS", "HtmlReport", "check_output", "safe_text"]
 
 #: Findings shown open (not collapsed) at the top of the page: the first loop and timeline of
 #: each file, up to this many in all.
@@ -116,6 +117,51 @@ class _Sink(FindingSpool):
         if self._inner is not None:
             self._inner.close()
         super().close()
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output(
+    path: str, named: Sequence[str], targets: list[tuple[str, InputError | None]]
+) -> list[tuple[str, InputError | None]]:
+    """Check ``--html PATH`` before anything is scanned; ``targets`` (the expanded inputs) without
+    the report itself when a folder walk found an earlier copy of it.
+
+    Parameters
+    ----------
+    path : str
+        The report's path.
+    named : Sequence[str]
+        The inputs as given on the command line (files, folders, ``-``).
+    targets : list[tuple[str, InputError | None]]
+        :func:`loopguard.logs.expand_paths` of ``named``.
+
+    Raises
+    ------
+    InputError
+        naming ``path`` when it is ``-``, a folder, in a folder that does not exist or cannot be
+        written, or one of the files named to scan (the page would replace it).
+    """
+    if path == "-":
+        raise InputError("the HTML report cannot go to standard output: give a file path", path=path)
+    if os.path.isdir(path):
+        raise InputError("is a folder: give the HTML report a file path", path=path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError("the HTML report's folder does not exist", path=path)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError("the HTML report's folder is not writable", path=path)
+    if not os.path.exists(path):
+        return targets
+    for given in named:
+        if given != "-" and _same_file(given, path):
+            raise InputError("is one of the files to scan: the HTML report would replace it", path=path)
+    return [(p, e) for p, e in targets if p == "-" or e is not None or not _same_file(p, path)]
 
 
 class HtmlReport:
