@@ -490,3 +490,60 @@ def test_control_characters_in_file_names_are_not_sent_to_the_terminal(
     assert code == 0
     assert "\x1b" not in out
     assert out.splitlines()[0] == f"{tmp_path}/evil\\x1b[31mRED\\nname.txt [plain]: clean"
+
+
+# --------------------------------------------------------------------------- work per finding
+
+_SECRET_LOOP = "Let me check the config again: password=hunter2-CANARY is set. " * 30
+
+
+def test_scan_message_detail_levels() -> None:
+    """``detail``: "none" builds no excerpt, "excerpt" the excerpt only, "context" also the text
+    either side of the cut; the detections are the same at every level, secrets redacted."""
+    from loopguard import cli
+    from loopguard.config import TextConfig
+    from loopguard.logs import Message
+
+    message = Message(0, {"message": 0}, text="Intro. " + _SECRET_LOOP)
+    config = TextConfig("default")
+    found = {detail: cli.scan_message(message, config, detail=detail) for detail in cli.DETAILS}
+    detections = [f.detection for f in found["excerpt"]]
+    assert detections and all([f.detection for f in found[d]] == detections for d in cli.DETAILS)
+    assert all((f.excerpt, f.kept, f.pruned) == ("", "", "") for f in found["none"])
+    assert all(f.excerpt and (f.kept, f.pruned) == ("", "") for f in found["excerpt"])
+    assert [f.excerpt for f in found["context"]] == [f.excerpt for f in found["excerpt"]]
+    for f in found["context"]:
+        cut = f.detection.cut
+        assert len(f.kept) <= cli.CONTEXT_CHARS + len("[REDACTED]") and f.pruned.startswith(message.text[cut : cut + 5])
+        assert "hunter2" not in f.kept + f.pruned + f.excerpt and "[REDACTED]" in f.kept + f.pruned
+    with pytest.raises(ValueError, match="detail must be one of 'none', 'excerpt', 'context', not 'all'"):
+        cli.scan_message(message, config, detail="all")
+
+
+def test_summary_redacts_nothing_listing_one_excerpt_per_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redaction is most of a finding's cost: --summary (counts) redacts no text, the listing one
+    excerpt per finding, --html also the kept and pruned text (3 per finding)."""
+    from loopguard import cli
+
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": f"Record {i}. " + _SECRET_LOOP}) + "\n" for i in range(4)))
+    from loopguard.config import TextConfig
+    from loopguard.logs import Message
+
+    one = Message(0, {}, reasoning="Record 0. " + _SECRET_LOOP)
+    per_record = cli.scan_message(one, TextConfig("default"), detail="none")
+    assert len(per_record) == 3 and not any("phrases" in f.detection.evidence for f in per_record)
+    calls = []
+    real = cli.redact_excerpt
+    monkeypatch.setattr(cli, "redact_excerpt", lambda *a, **k: calls.append(1) or real(*a, **k))
+    counted = []
+    for extra in (["--summary"], [], ["--html", str(tmp_path / "r.html")]):
+        calls.clear()
+        assert main(["scan", "--no-progress", *extra, str(path)]) == 1
+        out = capsys.readouterr().out
+        counted.append(len(calls))
+        assert "hunter2" not in out
+    findings = 4 * len(per_record)  # what the detectors report (the listing merges an episode's)
+    assert counted == [0, findings, 3 * findings]

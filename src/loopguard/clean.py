@@ -273,7 +273,7 @@ def _conversations(kind: str, payload: Any, path: str, field_name: str | None) -
 
 
 def _findings(message: Message, config: TextConfig) -> list[Detection]:
-    return [finding.detection for finding in _cli.scan_message(message, config)]
+    return [finding.detection for finding in _cli.scan_message(message, config, detail="none")]
 
 
 def _cuts(message: Message, config: TextConfig, language: str) -> dict[str, int]:
@@ -478,7 +478,7 @@ def _report_other(kind: str, payload: Any, path: str, config: TextConfig, result
         return
     report = _cli.FileReport(path, kind)
     for conversation in conversations:
-        _cli.scan_conversation(conversation, config, report)
+        _cli.scan_conversation(conversation, config, report, detail="none")
     counts = report.counts()
     if counts["text loops"]:
         result.not_cleanable["text loops"] = counts["text loops"]

@@ -265,7 +265,14 @@ def _excerpt(text: str, detection: Detection) -> str:
     return redact_excerpt(text, start, min(end, start + EXCERPT_CHARS))
 
 
-def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
+#: What :func:`scan_message` works out for each finding beyond its detection: nothing
+#: (``"none"``: ``--summary`` counts, ``loopguard clean``), the redacted excerpt (``"excerpt"``:
+#: the listing and ``--json``), or the excerpt and the redacted text either side of the cut
+#: (``"context"``: ``--html``).  Redaction is most of a finding's cost.
+DETAILS = ("none", "excerpt", "context")
+
+
+def scan_message(message: Message, config: TextConfig, *, detail: str = "excerpt") -> list[TextFinding]:
     """Scan one assistant message's channels with a fresh detector.
 
     Parameters
@@ -274,12 +281,23 @@ def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
         The message (reasoning fed to ``"reasoning"``, text to ``"text"``).
     config : TextConfig
         The detector config.
+    detail : str
+        One of :data:`DETAILS` (default ``"excerpt"``): with ``"none"`` the findings' ``excerpt``
+        is empty, and ``kept`` / ``pruned`` are filled only with ``"context"`` (the evidence's
+        phrases are redacted at every level).
+
+    Raises
+    ------
+    ValueError
+        for a ``detail`` not in :data:`DETAILS`.
 
     Returns
     -------
     list[TextFinding]
         Reasoning detections first, then text, each in detection order.
     """
+    if detail not in DETAILS:
+        raise ValueError(f"detail must be one of {', '.join(map(repr, DETAILS))}, not {detail!r}")
     texts = {"reasoning": message.reasoning, "text": message.text}
     detector = TextLoopDetector(config)
     found: list[Detection] = []
@@ -289,15 +307,28 @@ def scan_message(message: Message, config: TextConfig) -> list[TextFinding]:
     found += detector.finish()
     found.sort(key=lambda d: CHANNELS.index(d.channel))  # stable: detection order within a channel
     found = [_redacted_phrases(texts[d.channel], d) for d in found]
-    return [_finding(texts[d.channel], d, message.where) for d in found]
+    if detail == "none":
+        return [TextFinding(d, message.where, "", len(texts[d.channel])) for d in found]
+    return [_finding(texts[d.channel], d, message.where, detail == "context") for d in found]
 
 
-def _finding(text: str, detection: Detection, where: dict[str, Any]) -> TextFinding:
-    """The finding, with the text either side of the cut (redacted before it is cut)."""
+def _finding(text: str, detection: Detection, where: dict[str, Any], context: bool) -> TextFinding:
+    """The finding with its excerpt, and with ``context`` the text either side of the cut
+    (redacted before it is cut)."""
+    if not context:
+        return TextFinding(detection, where, _excerpt(text, detection), len(text))
     cut = min(max(detection.cut, 0), len(text))
     kept = redact_excerpt(text, max(0, cut - CONTEXT_CHARS), cut)
     pruned = redact_excerpt(text, cut, cut + CONTEXT_CHARS)
     return TextFinding(detection, where, _excerpt(text, detection), len(text), kept, pruned)
+
+
+def _detail(report: FileReport) -> str:
+    """What the findings of ``report`` need (:data:`DETAILS`): the context for a sink that
+    shows it (the HTML report), nothing for counts only, else the excerpt."""
+    if report.sink is not None and report.sink.context:
+        return "context"
+    return "none" if report.counts_only else "excerpt"
 
 
 def _redacted_phrases(text: str, detection: Detection) -> Detection:
@@ -409,10 +440,11 @@ def _scan_messages(
     findings are added conversation by conversation, main agent first, as :func:`scan_log` adds
     them."""
     scans: dict[Any, _ConversationScan] = {}
+    detail = _detail(report)
     for group, message in stream.messages():
         scan = scans.get(group)
         if scan is None:
-            scan = scans[group] = _ConversationScan(config)
+            scan = scans[group] = _ConversationScan(config, detail)
         scan.add(message)
         if on_progress is not None:
             on_progress(stream.position(), stream.total)
@@ -424,8 +456,9 @@ def _scan_messages(
 class _ConversationScan:
     """One conversation scanned a message at a time: what :func:`scan_conversation` finds."""
 
-    def __init__(self, config: TextConfig) -> None:
+    def __init__(self, config: TextConfig, detail: str = "excerpt") -> None:
         self.config = config
+        self.detail = detail
         self.report = FileReport("", None)
         self.runs = RunFinder()
         self.guard = ConversationGuard()
@@ -434,7 +467,7 @@ class _ConversationScan:
 
     def add(self, message: Message) -> None:
         report = self.report
-        report.loops += scan_message(message, self.config)
+        report.loops += scan_message(message, self.config, detail=self.detail)
         for call in message.tool_calls:
             report.calls.append((call.name, call_hash(call.name, call.args)))
             run = self.runs.add(call)
@@ -518,6 +551,10 @@ class FindingSpool:
         Spool the ``--json`` objects (else the human-readable entries).
     """
 
+    #: The findings given to :meth:`add` carry the text either side of the cut (``kept``,
+    #: ``pruned``): only a sink that shows it asks for it (its cost is redaction).
+    context = False
+
     def __init__(self, *, json_output: bool) -> None:
         self.json_output = json_output
         self._kinds = (_Spool(), _Spool(), _Spool())  # text loops, tool runs, guard findings
@@ -598,18 +635,22 @@ class FindingSpool:
             spool.close()
 
 
-def scan_conversation(conversation: Conversation, config: TextConfig, report: FileReport) -> None:
+def scan_conversation(
+    conversation: Conversation, config: TextConfig, report: FileReport, *, detail: str | None = None
+) -> None:
     """Add one conversation's findings to ``report`` (see :func:`scan_log`); with
     ``report.counts_only``, only their counts (memory stays flat however many there are); with
-    ``report.sink``, the counts, and the findings go to the sink."""
+    ``report.sink``, the counts, and the findings go to the sink.  ``detail``: what each text
+    finding carries (:data:`DETAILS`; default: what ``report`` needs)."""
+    detail = detail if detail is not None else _detail(report)
     if report.counts_only or report.sink is not None:
         one = FileReport(report.path, report.format)
-        scan_conversation(conversation, config, one)
+        scan_conversation(conversation, config, one, detail=detail)
         one.calls = [(call.name, call_hash(call.name, call.args)) for call in conversation.tool_calls()]
         _absorb(report, one)
         return
     for message in conversation.messages:
-        report.loops += scan_message(message, config)
+        report.loops += scan_message(message, config, detail=detail)
     calls = conversation.tool_calls()
     report.tool_runs += find_runs(calls)
     found = guard_conversation(conversation)

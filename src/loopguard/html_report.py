@@ -91,6 +91,8 @@ class _Sink(FindingSpool):
     """The sink :func:`loopguard.cli.scan_file` gives each conversation's findings to: the
     HTML report gets them, and so does the spool of the normal output or ``--json``, if any."""
 
+    context = True  # the page shows the kept and pruned text
+
     def __init__(self, report: HtmlReport, inner: FindingSpool | None) -> None:
         super().__init__(json_output=inner.json_output if inner is not None else False)
         self._report = report

@@ -12,6 +12,7 @@ identical too -- never the arguments or results, which may hold secrets.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -302,7 +303,7 @@ class ConversationGuard:
     def __init__(self, config: ToolGuardConfig | None = None) -> None:
         from .guard import ToolGuard
 
-        self._guard = ToolGuard(config)
+        self._guard = ToolGuard(config if config is not None else _default_config())
         self.calls = 0
 
     def message(self, message: Message) -> list[GuardFinding]:
@@ -409,3 +410,12 @@ class RunFinder:
             results_identical=None if unlogged else not differ,
             max_repeats=self.max_repeats,
         )
+
+
+@functools.lru_cache(maxsize=1)
+def _default_config() -> ToolGuardConfig:
+    """The default guard configuration, validated once: a scan replays every conversation with a
+    guard of its own, and the config is frozen (nothing here changes it)."""
+    from .guard import ToolGuardConfig as Config
+
+    return Config()
