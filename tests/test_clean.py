@@ -63,6 +63,8 @@ def real_copies(tmp_path: Path) -> Path:
                 dst.write(src.readline())
     (root / "agentbench").mkdir()
     shutil.copyfile(REAL / "agentbench" / "tau2_openai-gpt-4.x.jsonl.gz", root / "agentbench" / "tau2.jsonl.gz")
+    with gzip.open(REAL / "agentbench" / "tau2_openai-gpt-4.x.jsonl.gz", "rb") as src:  # recorded runs, plain
+        (root / "agentbench" / "tau2.jsonl").write_bytes(src.read())
     _age(root)
     return root
 
@@ -95,6 +97,9 @@ def test_dry_run_changes_nothing(real_copies: Path, capsys: pytest.CaptureFixtur
     assert files["eps.traj"]["status"] == "not cleanable"
     assert files["eps.traj"]["not_cleanable"] == {"tool-call loops": 1}
     assert files["tau2.jsonl.gz"]["status"] == "not cleanable"
+    runs = scan_file(str(real_copies / "agentbench" / "tau2.jsonl"), TextConfig()).tool_runs
+    assert files["tau2.jsonl"]["format"] == "tool-call-records" and files["tau2.jsonl"]["status"] == "not cleanable"
+    assert files["tau2.jsonl"]["not_cleanable"] == {"tool-call loops": sum(run.loop for run in runs)}
     for path in (real_copies / "claude-code").glob("*.jsonl"):  # no text loop in these sessions
         assert files[path.name]["status"] == "clean"
 
@@ -277,6 +282,31 @@ def test_chat_records_and_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str
     path = _write(tmp_path / "records2.jsonl", lines)
     assert main(["clean", str(path), "--action", "drop"]) == 0
     assert path.read_text(encoding="utf-8").splitlines() == [lines[1]]
+
+
+def test_recorded_runs_flag_or_drop_a_looping_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    grep = {"tool": "grep", "args": {"pattern": "TODO"}, "result": "no matches"}
+    lines = [
+        json.dumps({"id": "run-1", "label": "loop", "calls": [grep] * 4}),  # a loop: 4 identical calls
+        json.dumps({"id": "run-2", "calls": [grep, {**grep, "args": {"pattern": "FIXME"}}]}),
+    ]
+    path = _write(tmp_path / "runs.jsonl", lines)
+    code, report = _run(capsys, str(path))  # prune: a call and its result stay paired
+    assert code == 0 and path.read_text(encoding="utf-8").splitlines() == lines
+    assert report["files"][0]["not_cleanable"] == {"tool-call loops": 1}
+    code, report = _run(capsys, "--action", "flag", str(path))
+    assert code == 0 and report["files"][0]["flagged"] == 1
+    first, second = path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(first) == {**json.loads(lines[0]), "loopguard": {"loop": True, "kind": "tool_run", "calls": 4}}
+    assert second == lines[1]  # byte-identical
+    (tmp_path / "drop").mkdir()
+    path = _write(tmp_path / "drop" / "runs.jsonl", lines)
+    code, report = _run(capsys, "--action", "drop", str(path))
+    assert code == 0 and report["files"][0]["dropped"] == 1
+    assert path.read_text(encoding="utf-8").splitlines() == [lines[1]]
+    (manifest,) = (tmp_path / "drop").rglob(clean.MANIFEST)
+    assert main(["clean", "--undo", str(manifest)]) == 0
+    assert path.read_text(encoding="utf-8").splitlines() == lines
 
 
 def test_claude_code_prune_across_blocks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

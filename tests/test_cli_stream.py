@@ -103,6 +103,68 @@ def test_a_bad_line_in_the_middle_is_reported_and_skipped(
     assert out.splitlines()[0].endswith(", 1 bad line skipped")
 
 
+# --------------------------------------------------------------------------- recorded runs (calls per line)
+
+
+def test_recorded_runs_are_scanned_per_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    grep = {"tool": "grep", "args": {"pattern": "SESSION_TIMEOUT", "path": "src"}, "result": "no matches"}
+    runs = [
+        {"id": "run-1", "calls": [grep] * 4},
+        {"id": "run-2", "calls": "grep"},  # a bad record: reported, skipped, the rest scanned
+        {"id": "run-3", "calls": [{"tool": "ls", "args": {}, "result": "a.py"}, {**grep, "result": "a.py:3"}]},
+    ]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8")
+    code, got, err = scan_json(capsys, path)
+    assert code == 2
+    assert err == f"loopguard: error: {path}:2: 'calls' must be a list, not str (line skipped)\n"
+    assert got["format"] == "tool-call-records" and got["loops"] == []
+    at = [{"line": 1, "id": "run-1", "call": i} for i in range(4)]
+    (run_finding,) = got["tool_findings"]  # run-3's two grep calls are not neighbours
+    assert (run_finding["tool"], run_finding["calls"], run_finding["where"]) == ("grep", [0, 1, 2, 3], at)
+    assert (run_finding["loop"], run_finding["results_identical"]) == (True, True)
+    # SPEC D1 with its defaults: the 2nd identical call is noticed, the 3rd denied, the 4th
+    # (the model insisting once) runs with a notice that the call is locked
+    decisions = [(f["call"], f["action"], f["kind"], f["rule"], f["where"]) for f in got["guard_findings"]]
+    assert decisions == [
+        (1, "notice", "repeat", "repeat", at[1]),
+        (2, "deny", "repeat", "repeat", at[2]),
+        (3, "notice", "locked", "repeat", at[3]),
+    ]
+    good = tmp_path / "good.jsonl"  # without the bad record, read whole: the same findings
+    good.write_text("".join(json.dumps(r) + "\n" if i != 1 else "\n" for i, r in enumerate(runs)), encoding="utf-8")
+    streamed = _streamed(path)
+    assert [b["line"] for b in streamed.pop("bad_lines")] == [2]
+    assert _whole(good) == _streamed(good) == {**streamed, "path": str(good)}
+
+
+@shared_data
+@pytest.mark.parametrize(
+    "name",
+    ["tau2_openai-gpt-4.x.jsonl.gz", "tau-bench_gpt-4o_airline.jsonl.gz", "mini-swe-agent_gemini-3-pro.jsonl.gz"],
+)
+def test_scan_of_recorded_runs_agrees_with_eval(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard findings ``scan`` lists per run equal ``loopguard eval``'s replay of the same runs
+    (independent code: :mod:`loopguard.evaluate_records`), counted by the runs' labels."""
+    path = REAL / "agentbench" / name
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        labels = {line: json.loads(text)["label"] for line, text in enumerate(fh, 1)}
+    code, got, _ = scan_json(capsys, path)
+    assert (code, got["format"]) == (1, "tool-call-records")
+    strong = {f["where"]["line"] for f in got["guard_findings"] if f["action"] in ("deny", "cancel")}
+    acted = {f["where"]["line"] for f in got["guard_findings"]}
+    code, out, _ = run(capsys, "eval", "--json", path)
+    summary = json.loads(out)["runs"]["summary"]
+    assert summary["runs"] == len(labels)
+
+    def runs(lines: set[int], label: str) -> int:
+        return sum(labels[line] == label for line in lines)
+
+    assert runs(strong, "clean") == summary["clean"]["strong"]["k"]
+    assert runs(acted, "clean") == summary["clean"]["notice"]["k"]
+    assert (runs(strong, "null"), runs(acted, "null")) == (summary["null"]["strong"], summary["null"]["any"])
+
+
 def test_a_log_cut_mid_line_scans_up_to_the_cut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = [{"id": i, "text": LOOPING if i % 2 else "fine"} for i in range(6)]
     text = "".join(json.dumps(r) + "\n" for r in records)
@@ -312,7 +374,7 @@ def test_a_file_larger_than_the_memory_limit_scans(tmp_path: Path, kind: str, wr
 
 def _real_files() -> list[Any]:
     files = sorted(p for p in REAL.rglob("*") if p.is_file() and p.suffix not in (".md", "") and p.name != "LICENSE")
-    # the two biggest (a 19 MiB dataset, a 12 MiB gzip that is no scan format) take 12 s each
+    # the two biggest (a 19 MiB dataset, the 17.6 MiB gzip of recorded runs) take 12 s or more each
     return [pytest.param(p, marks=[pytest.mark.slow] if p.stat().st_size > (4 << 20) else [], id=p.name) for p in files]
 
 

@@ -324,6 +324,41 @@ def test_chat_records_with_messages(tmp_path: Path) -> None:
     assert (two.where, two.messages[0].text) == ({"line": 2}, "b")
 
 
+def test_recorded_runs_one_conversation_per_record(tmp_path: Path) -> None:
+    grep = {"tool": "grep", "args": {"pattern": "TODO"}, "result": "a.py:3"}
+    records = [
+        {"id": "run-1", "label": "loop", "calls": [grep, {**grep, "error": True}]},
+        {"id": "run-2", "calls": None},  # no calls: skipped, as a dataset record without its field
+        {"calls": [{"tool": "ls", "args": "src"}]},
+    ]
+    log = read_log(write_jsonl(tmp_path / "runs.jsonl", records))
+    assert log.format == "tool-call-records"
+    one, three = log.conversations
+    assert (one.where, three.where) == ({"line": 1, "id": "run-1"}, {"line": 3})
+    assert [m.where for m in one.messages] == [{"line": 1, "id": "run-1"}]
+    assert one.tool_calls() == [
+        ToolCall("grep", {"pattern": "TODO"}, "a.py:3", False, {"line": 1, "id": "run-1", "call": 0}),
+        ToolCall("grep", {"pattern": "TODO"}, "a.py:3", True, {"line": 1, "id": "run-1", "call": 1}),
+    ]
+    assert three.tool_calls() == [ToolCall("ls", "src", None, False, {"line": 3, "call": 0})]
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"calls": "grep"}, "'calls' must be a list, not str"),
+        ({"calls": [["grep"]]}, "entry 0 of the tool-call list is not an object"),
+        ({"calls": [{"tool": "ls"}, {"args": "x"}]}, "entry 1: 'tool' must be a string, not NoneType"),
+        ({"calls": [{"tool": ""}]}, "entry 0: 'tool' must be a non-empty string"),
+    ],
+)
+def test_a_bad_recorded_run_names_its_line(tmp_path: Path, record: dict[str, Any], message: str) -> None:
+    path = write_jsonl(tmp_path / "runs.jsonl", [{"calls": []}, record])
+    with pytest.raises(InputError, match=message) as info:
+        read_log(path)
+    assert info.value.line == 2
+
+
 def test_json_array_of_chat_messages(tmp_path: Path) -> None:
     path = tmp_path / "chat.json"
     path.write_text(

@@ -15,10 +15,13 @@ acted on.  What is done, per format (JSON Lines only, uncompressed):
 * ``claude-code``: ``prune`` cuts the message's ``text`` (or ``thinking``) blocks, across its lines,
   later blocks of that channel removed; ``flag`` adds the field to the message's first line;
   ``drop`` is not done (a dropped line breaks the session's ``parentUuid`` chain).
+* ``tool-call-records`` (recorded runs, a ``calls`` list per line): no text to prune; their
+  tool-call loops as below.
 * Tool-call loops (runs of identical calls): ``flag`` marks the lines holding the calls;
-  ``drop`` removes a ``chat-records`` record (the whole conversation, its calls and answers
-  together); otherwise they are left and reported as not cleanable in this format (a
-  ``tool_use`` / ``tool_result`` or ``tool_calls`` / ``tool`` pair must stay paired).
+  ``drop`` removes a ``chat-records`` or ``tool-call-records`` record (the whole conversation
+  or run, its calls and answers together); otherwise they are left and reported as not
+  cleanable in this format (a ``tool_use`` / ``tool_result`` or ``tool_calls`` / ``tool`` pair,
+  a call and its result, must stay paired).
 * Other formats (SWE-agent ``.traj``, tool-call lists, JSON arrays, plain text) and compressed
   files are never written; their loops are reported as not cleanable in this format.
 
@@ -61,6 +64,7 @@ from .logs.chat import read_chat, read_chat_records
 from .logs.claude_code import read_claude_code
 from .logs.dataset import dataset_field, read_dataset
 from .logs.sniff import compression_of, decode_text, sniff
+from .logs.toolseq import read_tool_call_records
 from .messages import prune_text
 from .terminal import printable
 from .text import Detection
@@ -77,7 +81,9 @@ MANIFEST = "manifest.json"
 #: The folder (beside each file) holding the default backups, one sub-folder per run.
 BACKUP_FOLDER = ".loopguard-backup"
 
-_CLEANABLE = ("dataset", "chat", "chat-records", "claude-code")
+_CLEANABLE = ("dataset", "chat", "chat-records", "claude-code", "tool-call-records")
+#: Formats whose records are whole conversations: ``drop`` removes a tool-call loop's record.
+_RECORD_PER_CONVERSATION = ("chat-records", "tool-call-records")
 _MAX_PASSES = 8
 _TEXT_PARTS = frozenset({None, "text", "output_text", "input_text"})
 _REASONING_PARTS = frozenset({"reasoning", "thinking", "reasoning_text", "summary_text"})
@@ -269,6 +275,8 @@ def _conversations(kind: str, payload: Any, path: str, field_name: str | None) -
         return read_chat(payload, path)
     if kind == "chat-records":
         return read_chat_records(payload, path)
+    if kind == "tool-call-records":
+        return read_tool_call_records(payload, path)
     return read_claude_code(payload, path)
 
 
@@ -372,7 +380,7 @@ def _tool_loops(kind: str, conversations: list[Conversation], action: str, plan:
                 for line in lines:
                     plan.flags.setdefault(line, []).append({"loop": True, "kind": "tool_run", "calls": run.count})
                 result.flagged += 1
-            elif action == "drop" and kind == "chat-records" and lines:
+            elif action == "drop" and kind in _RECORD_PER_CONVERSATION and lines:
                 if lines[0] not in plan.dropped:
                     plan.dropped.add(lines[0])
                     result.dropped += 1
@@ -874,7 +882,8 @@ def _totals(results: list[CleanResult]) -> dict[str, int]:
 
 _DESCRIPTION = """\
 Prune, drop or flag the loops already written into stored logs (chat JSONL, Claude Code session
-JSONL, dataset JSONL), with a backup and a manifest first, an atomic replace, --dry-run and --undo.
+JSONL, dataset JSONL, recorded runs with "calls" per line), with a backup and a manifest first, an
+atomic replace, --dry-run and --undo.
 Loops are found as `loopguard scan` finds them. Exit status: 0 nothing to clean or cleaned
 (or restored), 1 --dry-run found something to clean, 2 a file was refused or unreadable.
 """

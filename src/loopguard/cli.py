@@ -72,6 +72,9 @@ Formats are told from the content (any file may be gzip or zstd compressed):
   swe-agent              .traj: each trajectory step is a message (thought ->
                          text channel, action -> tool call); steps are 0-based
   tool-calls             a JSON list of {{"tool", "args", "result", "error"}}
+  tool-call-records      JSON Lines of recorded runs, one per line with those
+                         calls in "calls" (e.g. an agent benchmark's runs);
+                         reported per record by line and id
   dataset                JSON Lines records whose model output is a string
                          field ({", ".join(DATASET_FIELDS)}, or --field NAME);
                          reported per record by line and id. The field holds

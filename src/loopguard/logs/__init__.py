@@ -11,6 +11,8 @@ and hands it to that format's reader, which returns
 * ``claude-code`` -- Claude Code stream-json (:mod:`.claude_code`);
 * ``swe-agent`` -- SWE-agent ``.traj`` (:mod:`.swe_agent`);
 * ``tool-calls`` -- ``[{"tool", "args", "result", "error"?}]`` (:mod:`.toolseq`);
+* ``tool-call-records`` -- JSON Lines of recorded runs, a ``calls`` list of
+  those objects per line (:mod:`.toolseq`);
 * ``dataset`` -- JSON Lines records with the output in a string field (:mod:`.dataset`);
 * ``empty`` -- nothing but whitespace (clean).
 """
@@ -31,7 +33,7 @@ from .plain import read_plain
 from .session import Conversation, LogFile, Message, ToolCall
 from .sniff import DATASET_FIELDS, open_maybe_compressed, read_text, sniff
 from .swe_agent import read_swe_agent
-from .toolseq import read_tool_calls
+from .toolseq import read_tool_call_records, read_tool_calls
 
 __all__ = [
     "DATASET_FIELDS",
@@ -57,6 +59,7 @@ _READERS: dict[str, _Reader] = {
     "claude-code": lambda payload, path, field: read_claude_code(payload, path),
     "swe-agent": lambda payload, path, field: read_swe_agent(payload, path),
     "tool-calls": lambda payload, path, field: read_tool_calls(payload, path),
+    "tool-call-records": lambda payload, path, field: read_tool_call_records(payload, path),
     "dataset": lambda payload, path, field: read_dataset(payload, path, field),
 }
 

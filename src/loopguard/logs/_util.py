@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["parts_text", "reasoning_parts", "require_str"]
+__all__ = ["parts_text", "reasoning_parts", "record_where", "require_str"]
 
 _TEXT_PART_TYPES = frozenset({None, "text", "output_text", "input_text"})
 _REASONING_PART_TYPES = frozenset({"reasoning", "thinking", "reasoning_text", "summary_text"})
@@ -88,3 +88,12 @@ def require_str(value: Any, *, what: str, path: str, line: int | None, nonempty:
     if nonempty and not value:
         raise InputError(f"{what} must be a non-empty string", path=path, line=line)
     return value
+
+
+def record_where(line: int | None, record: dict[str, Any]) -> dict[str, Any]:
+    """Where a record of a one-conversation-per-line file sits: ``{"line": n, "id": ...}``
+    (``line`` when known, ``id`` only when the record has one)."""
+    where: dict[str, Any] = {} if line is None else {"line": line}
+    if "id" in record:
+        where["id"] = record["id"]
+    return where

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ._util import parts_text, reasoning_parts, require_str
+from ._util import parts_text, reasoning_parts, record_where, require_str
 from .session import Conversation, Message, ToolCall
 from .sniff import Records
 
@@ -101,9 +101,7 @@ def read_chat_records(records: Records, path: str) -> list[Conversation]:
         messages = record.get("messages")
         if not isinstance(messages, list):
             continue
-        base: dict[str, Any] = {} if line is None else {"line": line}
-        if "id" in record:
-            base["id"] = record["id"]
+        base = record_where(line, record)
         entries = [
             (index, None, message)
             for index, message in enumerate(messages)

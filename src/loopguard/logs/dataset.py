@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ._util import record_where
 from .session import Conversation, Message
 from .sniff import DATASET_FIELDS, Records
 
@@ -61,8 +62,6 @@ def read_dataset(records: Records, path: str, field: str | None = None) -> list[
             continue
         if not isinstance(value, str):
             raise InputError(f"field {name!r} must be a string, not {type(value).__name__}", path=path, line=line)
-        where: dict[str, Any] = {} if line is None else {"line": line}
-        if "id" in record:
-            where["id"] = record["id"]
+        where = record_where(line, record)
         conversations.append(Conversation(dict(where), [Message(0, where, reasoning=value)]))
     return conversations

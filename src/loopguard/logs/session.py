@@ -1,7 +1,7 @@
 """The format-agnostic session representation every log reader produces.
 
 A log file becomes a :class:`LogFile`: one or more :class:`Conversation`
-objects (a chat-records or dataset file holds one per record), each a list of
+objects (a chat-records, tool-call-records or dataset file holds one per record), each a list of
 assistant :class:`Message` objects with their two channels and their
 :class:`ToolCall` objects.  The scanner only ever sees these classes.
 
@@ -107,7 +107,7 @@ class LogFile:
         The path as given (or as found under a directory).
     format : str
         ``empty``, ``plain``, ``chat``, ``chat-records``, ``claude-code``,
-        ``swe-agent``, ``tool-calls`` or ``dataset``.
+        ``swe-agent``, ``tool-calls``, ``tool-call-records`` or ``dataset``.
     conversations : list[Conversation]
         The sessions in the file.
     """

@@ -311,6 +311,8 @@ def _classify_record(record: dict[str, Any], field: str | None) -> str | None:
         return "chat"
     if field is None and any(isinstance(record.get(name), str) for name in DATASET_FIELDS):
         return "dataset"
+    if isinstance(record.get("calls"), list):
+        return "tool-call-records"
     return None
 
 
@@ -322,7 +324,8 @@ def _classify_records(records: Records, path: str, field: str | None) -> str:
     wanted = f"a string field {field!r}" if field else "a string field " + "/".join(DATASET_FIELDS)
     raise InputError(
         "unknown JSON format: no record is a chat message (role), a chat record (messages), "
-        f"a Claude Code stream-json line (type + message) or a dataset record ({wanted})",
+        f"a Claude Code stream-json line (type + message), a dataset record ({wanted}) "
+        "or a recorded run (calls)",
         path=path,
         line=records[0][0],
     )
@@ -359,9 +362,9 @@ def sniff(text: str, path: str, *, field: str | None = None) -> tuple[str, Any]:
     messages, or a single JSON Lines record; text whose first non-blank line
     is a JSON object is JSON Lines, classified by its first recognisable
     record (Claude Code stream-json, chat records with ``messages``, one chat
-    message per line with ``role``, or a dataset record with a string
+    message per line with ``role``, a dataset record with a string
     ``text``/``output``/``response``/``completion`` field -- ``field`` first
-    when given); anything else is plain text, unless the file is named
+    when given --, or a recorded run with a ``calls`` list); anything else is plain text, unless the file is named
     ``.json``/``.jsonl``/``.ndjson``/``.traj`` (then it is invalid JSON).
 
     Parameters

@@ -11,7 +11,7 @@ text (it neither starts with ``{``/``[`` nor ends with ``}``, in a file not
 named ``.jsonl``/``.ndjson``) or opens a JSON document written over several
 lines (it ends with ``{``, ``[`` or ``,``).  In a JSON Lines file:
 
-* ``dataset`` and ``chat-records`` files hold one conversation per record,
+* ``dataset``, ``chat-records`` and ``tool-call-records`` files hold one conversation per record,
   handed out as each record is read: memory is bounded by the largest record
   (plus the findings), not by the file;
 * ``chat`` (one message per line) and ``claude-code`` files are one
@@ -70,7 +70,7 @@ from .sniff import (
     sniff,
 )
 from .swe_agent import read_swe_agent
-from .toolseq import read_tool_calls
+from .toolseq import read_tool_call_records, read_tool_calls
 
 __all__ = ["STDIN", "LogStream"]
 
@@ -95,6 +95,8 @@ def _whole(kind: str, payload: Any, path: str, field: str | None) -> list[Conver
         return read_swe_agent(payload, path)
     if kind == "tool-calls":
         return read_tool_calls(payload, path)
+    if kind == "tool-call-records":
+        return read_tool_call_records(payload, path)
     return read_dataset(payload, path, field)
 
 
@@ -322,7 +324,8 @@ class LogStream:
         wanted = f"a string field {self.field!r}" if self.field else "a string field " + "/".join(DATASET_FIELDS)
         raise InputError(
             "unknown JSON format: no record is a chat message (role), a chat record (messages), "
-            f"a Claude Code stream-json line (type + message) or a dataset record ({wanted})",
+            f"a Claude Code stream-json line (type + message), a dataset record ({wanted}) "
+            "or a recorded run (calls)",
             path=self.path,
             line=self._pending[0][0] if self._pending else None,
         )
@@ -334,7 +337,7 @@ class LogStream:
         if self._head is None:
             yield from self._conversations
             return
-        if self.format in ("dataset", "chat-records"):
+        if self.format in ("dataset", "chat-records", "tool-call-records"):
             yield from self._per_record()
             return
         groups: dict[Any, list[Message]] = {}
@@ -407,6 +410,8 @@ class LogStream:
             try:
                 if self.format == "dataset":
                     return read_dataset([item], self.path, name)
+                if self.format == "tool-call-records":
+                    return read_tool_call_records([item], self.path)
                 return read_chat_records([item], self.path)
             except InputError as exc:
                 self.bad_lines.append(exc)
