@@ -59,12 +59,9 @@ from . import __version__
 from . import cli as _cli
 from .config import PROFILES, TextConfig
 from .errors import InputError
-from .logs import DATASET_FIELDS, Conversation, Message, expand_paths
-from .logs.chat import read_chat, read_chat_records
-from .logs.claude_code import read_claude_code
-from .logs.dataset import dataset_field, read_dataset
+from .logs import DATASET_FIELDS, Conversation, Message, expand_paths, read_payload
+from .logs.dataset import dataset_field
 from .logs.sniff import compression_of, decode_text, sniff
-from .logs.toolseq import read_tool_call_records
 from .messages import prune_text
 from .terminal import printable
 from .text import Detection
@@ -268,18 +265,6 @@ def _dump_like(original: str, before: Any, after: Any) -> tuple[str, bool]:
     return head + line + tail, exact
 
 
-def _conversations(kind: str, payload: Any, path: str, field_name: str | None) -> list[Conversation]:
-    if kind == "dataset":
-        return read_dataset(payload, path, field_name)
-    if kind == "chat":
-        return read_chat(payload, path)
-    if kind == "chat-records":
-        return read_chat_records(payload, path)
-    if kind == "tool-call-records":
-        return read_tool_call_records(payload, path)
-    return read_claude_code(payload, path)
-
-
 def _findings(message: Message, config: TextConfig) -> list[Detection]:
     return [finding.detection for finding in _cli.scan_message(message, config, detail="none")]
 
@@ -322,7 +307,7 @@ def _plan_file(
     plan = _Plan(text.split("\n"), {line: record for line, record in payload if line is not None})
     if len(plan.records) != len(payload):  # a JSON array: not JSON Lines
         raise _NotCleanable("not JSON Lines")
-    conversations = _conversations(kind, payload, path, field_name)
+    conversations = read_payload(kind, payload, path, field_name)
     name = dataset_field(payload, field_name) if kind == "dataset" else None
     cc_lines = _claude_code_lines(payload) if kind == "claude-code" else {}
     for conversation in conversations:
@@ -477,10 +462,8 @@ def _stat(path: str) -> tuple[int, int]:
 
 def _report_other(kind: str, payload: Any, path: str, config: TextConfig, result: CleanResult) -> None:
     """A format clean does not write: its loops, counted as scan counts them, are not cleanable."""
-    from .logs import _READERS
-
     try:
-        conversations = _READERS[kind](payload, path, None)
+        conversations = read_payload(kind, payload, path)
     except InputError as exc:
         result.status, result.reason = "unreadable", str(exc)
         return

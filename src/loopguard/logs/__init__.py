@@ -45,6 +45,7 @@ __all__ = [
     "expand_paths",
     "open_maybe_compressed",
     "read_log",
+    "read_payload",
     "read_text",
     "sniff",
 ]
@@ -65,6 +66,18 @@ _READERS: dict[str, _Reader] = {
 
 #: The format names :func:`read_log` can report.
 FORMATS = tuple(_READERS)
+
+
+def read_payload(kind: str, payload: Any, path: str, field: str | None = None) -> list[Conversation]:
+    """The conversations of a parsed log: ``kind`` and ``payload`` as
+    :func:`~loopguard.logs.sniff.sniff` returns them (``field`` for datasets).
+
+    Raises
+    ------
+    InputError
+        when the format's reader rejects the payload, naming the file and line.
+    """
+    return _READERS[kind](payload, path, field)
 
 
 def read_log(path: str | Path, *, field: str | None = None) -> LogFile:
@@ -94,7 +107,7 @@ def read_log(path: str | Path, *, field: str | None = None) -> LogFile:
     name = str(path)
     text = read_text(name)
     kind, payload = sniff(text, name, field=field)
-    return LogFile(name, kind, _READERS[kind](payload, name, field))
+    return LogFile(name, kind, read_payload(kind, payload, name, field))
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[tuple[str, InputError | None]]:

@@ -321,13 +321,18 @@ def _classify_records(records: Records, path: str, field: str | None) -> str:
         kind = _classify_record(record, field)
         if kind is not None:
             return kind
+    raise unknown_records(path, field, records[0][0])
+
+
+def unknown_records(path: str, field: str | None, line: int | None) -> InputError:
+    """The error for JSON Lines whose records no reader knows (``field``: ``--field``)."""
     wanted = f"a string field {field!r}" if field else "a string field " + "/".join(DATASET_FIELDS)
-    raise InputError(
+    return InputError(
         "unknown JSON format: no record is a chat message (role), a chat record (messages), "
         f"a Claude Code stream-json line (type + message), a dataset record ({wanted}) "
         "or a recorded run (calls)",
         path=path,
-        line=records[0][0],
+        line=line,
     )
 
 
@@ -364,8 +369,9 @@ def sniff(text: str, path: str, *, field: str | None = None) -> tuple[str, Any]:
     record (Claude Code stream-json, chat records with ``messages``, one chat
     message per line with ``role``, a dataset record with a string
     ``text``/``output``/``response``/``completion`` field -- ``field`` first
-    when given --, or a recorded run with a ``calls`` list); anything else is plain text, unless the file is named
-    ``.json``/``.jsonl``/``.ndjson``/``.traj`` (then it is invalid JSON).
+    when given --, or a recorded run with a ``calls`` list); anything else is
+    plain text, unless the file is named ``.json``/``.jsonl``/``.ndjson``/``.traj``
+    (then it is invalid JSON).
 
     Parameters
     ----------

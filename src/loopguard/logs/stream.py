@@ -11,9 +11,9 @@ text (it neither starts with ``{``/``[`` nor ends with ``}``, in a file not
 named ``.jsonl``/``.ndjson``) or opens a JSON document written over several
 lines (it ends with ``{``, ``[`` or ``,``).  In a JSON Lines file:
 
-* ``dataset``, ``chat-records`` and ``tool-call-records`` files hold one conversation per record,
-  handed out as each record is read: memory is bounded by the largest record
-  (plus the findings), not by the file;
+* ``dataset``, ``chat-records`` and ``tool-call-records`` files hold one
+  conversation per record, handed out as each record is read: memory is
+  bounded by the largest record (plus the findings), not by the file;
 * ``chat`` (one message per line) and ``claude-code`` files are one
   conversation (or one per sub-agent) read message by message
   (:meth:`LogStream.messages`): each assistant message is handed out when it
@@ -47,10 +47,9 @@ from typing import IO, Any, BinaryIO
 import zstandard
 
 from ..errors import InputError
-from .chat import ChatStream, read_chat, read_chat_records
-from .claude_code import ClaudeCodeStream, read_claude_code
-from .dataset import read_dataset
-from .plain import read_plain
+from . import read_payload
+from .chat import ChatStream
+from .claude_code import ClaudeCodeStream
 from .session import Conversation, Message
 from .sniff import (
     _CHUNK,
@@ -68,9 +67,8 @@ from .sniff import (
     _ZstdReader,
     decode_text,
     sniff,
+    unknown_records,
 )
-from .swe_agent import read_swe_agent
-from .toolseq import read_tool_call_records, read_tool_calls
 
 __all__ = ["STDIN", "LogStream"]
 
@@ -78,26 +76,6 @@ __all__ = ["STDIN", "LogStream"]
 STDIN = "-"
 
 _DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, zstandard.ZstdError)
-
-
-def _whole(kind: str, payload: Any, path: str, field: str | None) -> list[Conversation]:
-    if kind == "empty":
-        return []
-    if kind == "plain":
-        return read_plain(payload, path)
-    if kind == "chat":
-        return read_chat(payload, path)
-    if kind == "chat-records":
-        return read_chat_records(payload, path)
-    if kind == "claude-code":
-        return read_claude_code(payload, path)
-    if kind == "swe-agent":
-        return read_swe_agent(payload, path)
-    if kind == "tool-calls":
-        return read_tool_calls(payload, path)
-    if kind == "tool-call-records":
-        return read_tool_call_records(payload, path)
-    return read_dataset(payload, path, field)
 
 
 class LogStream:
@@ -252,7 +230,7 @@ class LogStream:
         text = decode_text(b"".join(chunks), self.path)
         kind, payload = sniff(text, self.path, field=self.field)
         self.format = kind
-        self._conversations = _whole(kind, payload, self.path, self.field)
+        self._conversations = read_payload(kind, payload, self.path, self.field)
 
     def _next_nonblank(self, consumed: list[bytes]) -> bytes:
         """The next non-blank line (``b""`` at the end), every line read appended to ``consumed``."""
@@ -321,14 +299,7 @@ class LogStream:
                 return
         if self.stopped is not None:
             raise self.stopped
-        wanted = f"a string field {self.field!r}" if self.field else "a string field " + "/".join(DATASET_FIELDS)
-        raise InputError(
-            "unknown JSON format: no record is a chat message (role), a chat record (messages), "
-            f"a Claude Code stream-json line (type + message), a dataset record ({wanted}) "
-            "or a recorded run (calls)",
-            path=self.path,
-            line=self._pending[0][0] if self._pending else None,
-        )
+        raise unknown_records(self.path, self.field, self._pending[0][0] if self._pending else None)
 
     # ------------------------------------------------------------------ conversations
 
@@ -408,11 +379,7 @@ class LogStream:
 
         def read(item: tuple[int | None, dict[str, Any]]) -> list[Conversation]:
             try:
-                if self.format == "dataset":
-                    return read_dataset([item], self.path, name)
-                if self.format == "tool-call-records":
-                    return read_tool_call_records([item], self.path)
-                return read_chat_records([item], self.path)
+                return read_payload(self.format, [item], self.path, name)
             except InputError as exc:
                 self.bad_lines.append(exc)
                 return []
