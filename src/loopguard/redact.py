@@ -79,6 +79,12 @@ SECRET_MARGIN = 4096
 #: How far back :func:`redact_excerpt` looks for the ``BEGIN`` marker of a PEM key whose body
 #: the window starts in (code points).
 PEM_LOOKBACK = 65536
+#: Passes of :func:`redact_secrets` at most.  Two rules may read one quote differently (an
+#: escaped JSON quote closing one value is an escaped backslash and a plain quote to another);
+#: replacing both spans can leave a quote whose opener the next pass reads to the text's end.
+#: So a text is redacted again until a pass changes nothing: what it returns is stable under
+#: :func:`redact_secrets` (a second call changes nothing), within these passes.
+MAX_PASSES = 8
 
 
 def _start(before: str) -> str:
@@ -101,8 +107,9 @@ _PREFIXED_KEY = re.compile(
     r"|github_pat_[A-Za-z0-9_]{20,}"
     r"|glpat-[A-Za-z0-9_-]{20,}"
     r"|xox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|(?:AKIA|ASIA)[A-Z0-9]{16}"
-    r"|AIza[A-Za-z0-9_-]{35}"
+    # fixed-length keys: with the rest of their word (left behind, it would start a key of its own)
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}[A-Za-z0-9_-]*"
+    r"|AIza[A-Za-z0-9_-]{35,}"
     r"|hf_[A-Za-z0-9]{30,}"
     r")"
 )
@@ -506,7 +513,7 @@ def _merge(spans: list[Span]) -> list[Span]:
 
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where the secrets of ``text`` are: sorted, disjoint ``(start, end)`` code-point ranges
-    (what :func:`redact_secrets` replaces; touching ranges are joined).  Linear time.
+    (what one pass of :func:`redact_secrets` replaces; touching ranges are joined).  Linear time.
 
     Raises ``TypeError`` when ``text`` is not a ``str``.
 
@@ -589,7 +596,9 @@ def redact_secrets(text: str) -> str:
     Returns
     -------
     str
-        The text, redacted; unchanged when nothing looks secret.  Linear time in ``len(text)``.
+        The text, redacted; unchanged when nothing looks secret.  Redacted again until a pass
+        changes nothing (at most :data:`MAX_PASSES`), so a second call changes nothing.  Linear
+        time in ``len(text)``.
 
     Raises
     ------
@@ -607,7 +616,16 @@ def redact_secrets(text: str) -> str:
     >>> redact_secrets("md5 9e107d9d372bb6826bd81d3542a419d6 in /srv/数据/file.txt")
     'md5 9e107d9d372bb6826bd81d3542a419d6 in /srv/数据/file.txt'
     """
-    return _render(text, secret_spans(text))
+    out = text
+    for _ in range(MAX_PASSES):
+        spans = secret_spans(out)
+        if not spans:
+            return out
+        again = _render(out, spans)
+        if again == out:
+            return out
+        out = again
+    return out
 
 
 def redact_head(text: str, limit: int, *, margin: int = SECRET_MARGIN) -> tuple[str, bool]:
