@@ -10,7 +10,8 @@ the inputs; either way for ``--seconds`` (default 60)::
 
 Each input is a random text with a canary secret planted in one of the shapes the redactor
 knows (a flag, an env assignment, a header, URL credentials, JSON, a PEM key, a structured value
-under a secret-named key), set apart from the random text by blanks.  Checks:
+under a secret-named key), set apart from the random text by blanks (an input whose random
+part holds the canary, or a piece of it, is skipped: it is not a secret there).  Checks:
 
 * nothing raises;
 * the canary is in no output (``redact_secrets`` of the text, the arguments preview of the
@@ -84,8 +85,18 @@ def _timed(fn: Any, *args: Any) -> Any:
     raise Failure(f"{best:.3f} s for {size} code points (fastest of 3 tries)")
 
 
+def _holds_canary(*parts: Any) -> bool:
+    """A random part holds the canary, or a piece of it the checks look for: not a secret there
+    (both engines learn constants from the code: hypothesis from its source, libFuzzer from the
+    comparisons), so such an input proves nothing and is skipped."""
+    shown = repr(parts)
+    return any(CANARY[i : i + 4] in shown for i in range(len(CANARY) - 3))
+
+
 def check_text(prefix: str, shape: int, suffix: str) -> None:
     """Plant the canary in ``TEXT_SHAPES[shape]`` between two random texts."""
+    if _holds_canary(prefix, suffix):
+        return
     planted = TEXT_SHAPES[shape % len(TEXT_SHAPES)].format(CANARY)
     text = f"{prefix}\n {planted} \n{suffix}"
     out = _timed(redact_secrets, text)
@@ -103,6 +114,8 @@ def check_text(prefix: str, shape: int, suffix: str) -> None:
 
 def check_value(junk: Any, key: int, depth: int) -> None:
     """Plant the canary under a secret-named key, ``depth`` levels inside random junk."""
+    if _holds_canary(junk):
+        return
     value: Any = {SECRET_KEYS[key % len(SECRET_KEYS)]: [CANARY, {"x": CANARY}]}
     for level in range(depth):
         value = [junk, (value,)] if level % 2 else {"k": junk, "v": value}
