@@ -481,7 +481,11 @@ def _fuzz_module() -> Any:
     spec = importlib.util.spec_from_file_location("fuzz_redact", path)
     assert spec is not None and spec.loader is not None
     fuzz = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fuzz)
+    saved = list(sys.path)
+    try:
+        spec.loader.exec_module(fuzz)
+    finally:  # the script puts the checkout's src/ first (run by hand); later tests must not see it
+        sys.path[:] = saved
     return fuzz
 
 

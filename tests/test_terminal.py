@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import loopcore
+import loopguard
 from loopguard.cli import main
 from loopguard.terminal import UNSAFE, printable
 
@@ -63,7 +65,7 @@ def test_printable_escapes_every_unsafe_code_point_and_nothing_else() -> None:
     assert raw_unsafe(shown) == [] and "\n" not in shown
     assert printable(shown) == shown  # idempotent
     with pytest.raises(TypeError, match="needs a str, not bytes"):
-        printable(b"x")  # type: ignore[arg-type]
+        printable(b"x")
 
 
 def test_printable_escapes_a_megabyte_of_controls() -> None:
@@ -112,7 +114,10 @@ def test_scan_prints_no_control_or_bidi_code_point(tmp_path: Path, capsys: pytes
 
 def test_scan_through_the_real_command(tmp_path: Path) -> None:
     chat, dataset = write_logs(tmp_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # the child imports the loopguard and loopcore this process runs (an installed copy, or the
+    # checkout's src/), whatever another test put on sys.path
+    homes = [str(Path(m.__file__).resolve().parent.parent) for m in (loopguard, loopcore)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([*homes, *sys.path]))}
     done = subprocess.run(
         [sys.executable, "-m", "loopguard", "scan", str(chat), str(dataset)],
         capture_output=True,
