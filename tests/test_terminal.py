@@ -65,7 +65,7 @@ def test_printable_escapes_every_unsafe_code_point_and_nothing_else() -> None:
     assert raw_unsafe(shown) == [] and "\n" not in shown
     assert printable(shown) == shown  # idempotent
     with pytest.raises(TypeError, match="needs a str, not bytes"):
-        printable(b"x")
+        printable(b"x")  # type: ignore[arg-type]
 
 
 def test_printable_escapes_a_megabyte_of_controls() -> None:
